@@ -1,1 +1,10 @@
-export {};
+export type { HistoryEntry, MempoolEntry, SyncResult } from './chain-index.ts';
+export { ChainIndex } from './chain-index.ts';
+export type { Notification } from './client.ts';
+export { ElectrumClient, ElectrumReplyError } from './client.ts';
+export { ElectrumConfig } from './config.ts';
+export { ElectrumError, ErrorCode } from './errors.ts';
+export type { ProtocolVersion } from './protocol.ts';
+export { negotiateVersion, SUPPORTED_VERSIONS } from './protocol.ts';
+export type { ElectrumServerOptions, Logger } from './server.ts';
+export { ElectrumServer, SOFTWARE } from './server.ts';

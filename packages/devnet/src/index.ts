@@ -1,1 +1,4 @@
-export {};
+export { BITCOIND_SHA256, bitcoindPath, verifiedBitcoind } from './bitcoind.ts';
+export type { Devnet, DevnetInfo, DevnetOptions, DevnetStatus } from './devnet.ts';
+export { devnetStatus, openDevnet, startDevnet, stopDevnet } from './devnet.ts';
+export { freePort, isListening, waitFor } from './ports.ts';

@@ -1,0 +1,469 @@
+/**
+ * Electrum conformance suite against a real devnet: bitcoind 30.2 and our Electrum server as separate
+ * processes. Every answer is checked against bitcoind itself or recomputed independently here.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Devnet, startDevnet } from '@rgbx/devnet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ElectrumClient, ElectrumReplyError } from './client.ts';
+
+let devnet: Devnet;
+let dir: string;
+const clients: ElectrumClient[] = [];
+
+async function client(version: string | string[] = ['1.4', '1.6']): Promise<ElectrumClient> {
+  const c = await ElectrumClient.connect(devnet.info.electrum);
+  clients.push(c);
+  await c.request('server.version', ['conformance', version]);
+  return c;
+}
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest();
+const sha256d = (b: Buffer) => sha256(sha256(b));
+const rev = (hex: string) => Buffer.from(hex, 'hex').reverse();
+
+async function scripthashOf(address: string): Promise<string> {
+  const info = await devnet.wallet.call<{ scriptPubKey: string }>('getaddressinfo', [address]);
+  return Buffer.from(sha256(Buffer.from(info.scriptPubKey, 'hex')))
+    .reverse()
+    .toString('hex');
+}
+
+/** Polls until `fn` returns a truthy value (the server follows bitcoind by polling). */
+async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let v = await fn();
+  while (!ok(v) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    v = await fn();
+  }
+  return v;
+}
+
+async function tipOf(c: ElectrumClient): Promise<number> {
+  return (await c.request<{ height: number }>('blockchain.headers.subscribe')).height;
+}
+
+async function waitTip(c: ElectrumClient, height: number): Promise<void> {
+  const h = await eventually(
+    () => tipOf(c),
+    (x) => x === height,
+  );
+  expect(h).toBe(height);
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'electrum-conf-'));
+  devnet = await startDevnet({ dir });
+});
+
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await devnet?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('server.*', () => {
+  it('negotiates 1.4 and 1.6 and refuses versions it does not implement', async () => {
+    const c = await ElectrumClient.connect(devnet.info.electrum);
+    clients.push(c);
+    const [software, v] = await c.request<[string, string]>('server.version', ['x', ['1.4', '1.6']]);
+    expect(software).toMatch(/^rgbx-electrum /);
+    expect(v).toBe('1.6');
+    expect((await c.request<[string, string]>('server.version', ['x', '1.4']))[1]).toBe('1.4');
+    expect((await c.request<[string, string]>('server.version', ['x', ['1.2', '1.5']]))[1]).toBe('1.4');
+    await expect(c.request('server.version', ['x', '1.2'])).rejects.toThrow(/unsupported protocol version/);
+  });
+
+  it('answers features, banner, ping, peers and donation address', async () => {
+    const c = await client();
+    const features = await c.request<Record<string, unknown>>('server.features');
+    expect(features.genesis_hash).toBe(await devnet.rpc('getblockhash', [0]));
+    expect(features).toMatchObject({
+      protocol_min: '1.4',
+      protocol_max: '1.6',
+      hash_function: 'sha256',
+      pruning: null,
+    });
+    expect(typeof (await c.request('server.banner'))).toBe('string');
+    expect(await c.request('server.ping')).toBeNull();
+    expect(await c.request('server.peers.subscribe')).toEqual([]);
+    expect(await c.request('server.donation_address')).toBe('');
+  });
+});
+
+describe('headers', () => {
+  it('serves raw headers equal to bitcoind and both blockchain.block.headers forms', async () => {
+    const c14 = await client('1.4');
+    const c16 = await client('1.6');
+    const tip = await devnet.rpc<number>('getblockcount');
+    await waitTip(c14, tip);
+    for (const h of [0, 1, tip]) {
+      const hash = await devnet.rpc<string>('getblockhash', [h]);
+      expect(await c14.request('blockchain.block.header', [h])).toBe(
+        await devnet.rpc('getblockheader', [hash, false]),
+      );
+    }
+    const r14 = await c14.request<{ count: number; hex: string; max: number }>('blockchain.block.headers', [
+      tip - 7,
+      8,
+    ]);
+    const r16 = await c16.request<{ count: number; headers: string[]; max: number }>(
+      'blockchain.block.headers',
+      [tip - 7, 8],
+    );
+    expect(r14.count).toBe(8);
+    expect(r14.max).toBe(2016);
+    expect(r14.hex).toBe(r16.headers.join(''));
+    expect(r16.headers).toHaveLength(8);
+    expect('hex' in r16).toBe(false);
+    // Each header links to the previous one.
+    for (let i = 1; i < 8; i++) {
+      const prev = Buffer.from(r16.headers[i - 1]!, 'hex');
+      expect(Buffer.from(r16.headers[i]!, 'hex').subarray(4, 36).equals(sha256d(prev))).toBe(true);
+    }
+    // Past the tip: truncated, not an error.
+    expect((await c16.request<{ count: number }>('blockchain.block.headers', [tip - 1, 10])).count).toBe(2);
+    await expect(c14.request('blockchain.block.header', [tip + 1])).rejects.toThrow(/out of range/);
+  });
+
+  it('proves a header against a checkpoint (cp_height)', async () => {
+    const c = await client();
+    const tip = await tipOf(c);
+    const r = await c.request<{ header: string; branch: string[]; root: string }>('blockchain.block.header', [
+      3,
+      tip,
+    ]);
+    let node = sha256d(Buffer.from(r.header, 'hex'));
+    let idx = 3;
+    for (const s of r.branch) {
+      node = idx & 1 ? sha256d(Buffer.concat([rev(s), node])) : sha256d(Buffer.concat([node, rev(s)]));
+      idx >>= 1;
+    }
+    expect(Buffer.from(node).reverse().toString('hex')).toBe(r.root);
+  });
+
+  it('pushes a headers notification for each new tip', async () => {
+    const c = await client();
+    const start = await tipOf(c);
+    await devnet.mine(1);
+    const n = await c.nextNotification((x) => x.method === 'blockchain.headers.subscribe');
+    const [{ height, hex }] = n.params as [{ height: number; hex: string }];
+    expect(height).toBe(start + 1);
+    expect(hex).toBe(await devnet.rpc('getblockheader', [await devnet.rpc('getblockhash', [height]), false]));
+  });
+});
+
+describe('scripthash and transactions', () => {
+  it('follows a payment from mempool to block: history, mempool, balance, utxos, status and notifications', async () => {
+    const c = await client();
+    const addr = await devnet.wallet.call<string>('getnewaddress');
+    const sh = await scripthashOf(addr);
+    expect(await c.request('blockchain.scripthash.subscribe', [sh])).toBeNull();
+    expect(await c.request('blockchain.scripthash.get_history', [sh])).toEqual([]);
+
+    const txid = await devnet.fund(addr, '0.12345678');
+    const note = await c.nextNotification(
+      (n) => n.method === 'blockchain.scripthash.subscribe' && n.params[0] === sh,
+    );
+    const entry = await devnet.rpc<{ fees: { base: number } }>('getmempoolentry', [txid]);
+    const feeSats = Math.round(entry.fees.base * 1e8);
+    const mempool = await c.request<Array<{ tx_hash: string; height: number; fee: number }>>(
+      'blockchain.scripthash.get_mempool',
+      [sh],
+    );
+    expect(mempool).toEqual([{ tx_hash: txid, height: 0, fee: feeSats }]);
+    expect(await c.request('blockchain.scripthash.get_history', [sh])).toEqual(mempool);
+    expect(await c.request('blockchain.scripthash.get_balance', [sh])).toEqual({
+      confirmed: 0,
+      unconfirmed: 12_345_678,
+    });
+    const utxos = await c.request<Array<{ tx_hash: string; tx_pos: number; height: number; value: number }>>(
+      'blockchain.scripthash.listunspent',
+      [sh],
+    );
+    expect(utxos).toHaveLength(1);
+    expect(utxos[0]).toMatchObject({ tx_hash: txid, height: 0, value: 12_345_678 });
+    const expectedStatus = (entries: Array<{ tx_hash: string; height: number }>) =>
+      createHash('sha256')
+        .update(entries.map((e) => `${e.tx_hash}:${e.height}:`).join(''))
+        .digest('hex');
+    expect(note.params[1]).toBe(expectedStatus(mempool));
+
+    const [blockHash] = await devnet.mine(1);
+    const height = await devnet.rpc<number>('getblockcount');
+    const note2 = await c.nextNotification(
+      (n) => n.method === 'blockchain.scripthash.subscribe' && n.params[0] === sh,
+    );
+    const history = await c.request<Array<{ tx_hash: string; height: number }>>(
+      'blockchain.scripthash.get_history',
+      [sh],
+    );
+    expect(history).toEqual([{ tx_hash: txid, height }]);
+    expect(note2.params[1]).toBe(expectedStatus(history));
+    expect(await c.request('blockchain.scripthash.get_mempool', [sh])).toEqual([]);
+    expect(await c.request('blockchain.scripthash.get_balance', [sh])).toEqual({
+      confirmed: 12_345_678,
+      unconfirmed: 0,
+    });
+    expect(await c.request('blockchain.scripthash.listunspent', [sh])).toEqual([
+      { tx_hash: txid, tx_pos: utxos[0]!.tx_pos, height, value: 12_345_678 },
+    ]);
+    const block = await devnet.rpc<{ tx: string[] }>('getblock', [blockHash, 1]);
+    expect(block.tx).toContain(txid);
+
+    // Spending it: history gains the spend, balance goes to zero, the utxo disappears.
+    const dest = await devnet.wallet.call<string>('getnewaddress');
+    const spendHex = await devnet.wallet.call<{ hex: string }>('createrawtransaction', [
+      [{ txid, vout: utxos[0]!.tx_pos }],
+      [{ [dest]: '0.12' }],
+    ]);
+    const signed = await devnet.wallet.call<{ hex: string }>('signrawtransactionwithwallet', [spendHex]);
+    const spendId = await c.request<string>('blockchain.transaction.broadcast', [signed.hex]);
+    const afterSpend = await eventually(
+      () => c.request<Array<{ tx_hash: string; height: number }>>('blockchain.scripthash.get_history', [sh]),
+      (h) => h.length === 2,
+    );
+    expect(afterSpend[1]).toMatchObject({ tx_hash: spendId, height: 0 });
+    expect(await c.request('blockchain.scripthash.get_balance', [sh])).toEqual({
+      confirmed: 12_345_678,
+      unconfirmed: -12_345_678,
+    });
+    expect(await c.request('blockchain.scripthash.listunspent', [sh])).toEqual([]);
+    expect(await c.request('blockchain.scripthash.unsubscribe', [sh])).toBe(true);
+  });
+
+  it('marks a mempool tx spending an unconfirmed parent with height -1', async () => {
+    const c = await client();
+    const a = await devnet.wallet.call<string>('getnewaddress');
+    const parent = await devnet.fund(a, '0.5');
+    const vout = (
+      await devnet.rpc<{ vout: Array<{ scriptPubKey: { address?: string } }> }>('getrawtransaction', [
+        parent,
+        true,
+      ])
+    ).vout.findIndex((o) => o.scriptPubKey.address === a);
+    const b = await devnet.wallet.call<string>('getnewaddress');
+    const raw = await devnet.wallet.call<string>('createrawtransaction', [
+      [{ txid: parent, vout }],
+      [{ [b]: '0.499' }],
+    ]);
+    const signed = await devnet.wallet.call<{ hex: string }>('signrawtransactionwithwallet', [raw]);
+    const child = await c.request<string>('blockchain.transaction.broadcast', [signed.hex]);
+    await expect(c.request('blockchain.scripthash.get_history', [''])).rejects.toThrow(/64 hex characters/);
+    const shB = await scripthashOf(b);
+    const hB = await eventually(
+      () =>
+        c.request<Array<{ tx_hash: string; height: number; fee: number }>>(
+          'blockchain.scripthash.get_history',
+          [shB],
+        ),
+      (h) => h.length === 1,
+    );
+    expect(hB).toEqual([{ tx_hash: child, height: -1, fee: 10_000_000 - 9_900_000 }]);
+    await devnet.mine(1);
+  });
+
+  it('returns raw and verbose transactions exactly as bitcoind, with rgb-lib error texts', async () => {
+    const c = await client();
+    const addr = await devnet.wallet.call<string>('getnewaddress');
+    const txid = await devnet.fund(addr, '0.01');
+    const rawHex = await c.request<string>('blockchain.transaction.get', [txid]);
+    expect(rawHex).toBe(await devnet.rpc('getrawtransaction', [txid, false]));
+    expect(await c.request('blockchain.transaction.get', [txid, false])).toBe(rawHex);
+    const memVerbose = await c.request<Record<string, unknown>>('blockchain.transaction.get', [txid, true]);
+    expect(memVerbose.hex).toBe(rawHex);
+    expect(memVerbose).not.toHaveProperty('confirmations');
+    expect(memVerbose).not.toHaveProperty('blocktime');
+    await devnet.mine(2);
+    await waitTip(c, await devnet.rpc<number>('getblockcount'));
+    const verbose = await c.request<Record<string, unknown>>('blockchain.transaction.get', [txid, true]);
+    expect(verbose).toEqual(await devnet.rpc('getrawtransaction', [txid, true]));
+    expect(verbose.confirmations).toBe(2);
+    expect(typeof verbose.blocktime).toBe('number');
+    // Numbers keep bitcoind's text (e.g. "0.01000000"), not a float re-rendering.
+    const line = c.lines.at(-1)!;
+    expect(line).toMatch(/"value":0\.01000000/);
+
+    const missing = 'ab'.repeat(32);
+    const e1 = await c
+      .request('blockchain.transaction.get', [missing, true])
+      .catch((e: ElectrumReplyError) => e);
+    expect(e1).toBeInstanceOf(ElectrumReplyError);
+    expect((e1 as Error).message).toContain('No such mempool or blockchain transaction');
+    const genesisCoinbase = '4a5e1e4baab89f3a32518a88c31bc87f618f76673e2cc77ab2127b7afdeda33b';
+    for (const verboseFlag of [false, true]) {
+      const e = await c
+        .request('blockchain.transaction.get', [genesisCoinbase, verboseFlag])
+        .catch((x: Error) => x);
+      expect((e as Error).message).toContain(
+        'genesis block coinbase is not considered an ordinary transaction',
+      );
+    }
+  });
+
+  it('serves merkle proofs that verify against the block header, and id_from_pos', async () => {
+    const c = await client();
+    const txids: string[] = [];
+    for (let i = 0; i < 11; i++)
+      txids.push(await devnet.fund(await devnet.wallet.call<string>('getnewaddress'), '0.001'));
+    const [hash] = await devnet.mine(1);
+    const height = await devnet.rpc<number>('getblockcount');
+    await waitTip(c, height);
+    const block = await devnet.rpc<{ tx: string[] }>('getblock', [hash, 1]);
+    expect(block.tx.length).toBe(12);
+    const header = Buffer.from(await c.request<string>('blockchain.block.header', [height]), 'hex');
+    const root = header.subarray(36, 68);
+    for (const txid of block.tx) {
+      const p = await c.request<{ block_height: number; merkle: string[]; pos: number }>(
+        'blockchain.transaction.get_merkle',
+        [txid, height],
+      );
+      expect(p.block_height).toBe(height);
+      expect(p.pos).toBe(block.tx.indexOf(txid));
+      let node = rev(txid);
+      let idx = p.pos;
+      for (const s of p.merkle) {
+        node = idx & 1 ? sha256d(Buffer.concat([rev(s), node])) : sha256d(Buffer.concat([node, rev(s)]));
+        idx >>= 1;
+      }
+      expect(node.equals(root)).toBe(true);
+      expect(await c.request('blockchain.transaction.id_from_pos', [height, p.pos])).toBe(txid);
+      expect(await c.request('blockchain.transaction.id_from_pos', [height, p.pos, true])).toEqual({
+        tx_hash: txid,
+        merkle: p.merkle,
+      });
+    }
+    await expect(c.request('blockchain.transaction.get_merkle', [block.tx[1], height - 1])).rejects.toThrow(
+      /not in the block/,
+    );
+    await expect(c.request('blockchain.transaction.id_from_pos', [height, 99])).rejects.toThrow(
+      /no tx at position 99/,
+    );
+  });
+
+  it('passes bitcoind broadcast errors through unchanged', async () => {
+    const c = await client();
+    const e = (await c
+      .request('blockchain.transaction.broadcast', ['00'])
+      .catch((x) => x)) as ElectrumReplyError;
+    const direct = (await devnet.rpc('sendrawtransaction', ['00']).catch((x) => x)) as {
+      code: number;
+      message: string;
+    };
+    expect(e.code).toBe(direct.code);
+    expect(e.message).toBe(direct.message);
+    await expect(c.request('blockchain.transaction.broadcast', ['zz'])).rejects.toThrow(
+      /raw transaction hex/,
+    );
+  });
+
+  it('answers fee methods: estimatefee fallback on regtest, relayfee and histogram', async () => {
+    const c = await client();
+    expect(await c.request('blockchain.estimatefee', [6])).toBe(0.00001);
+    const net = await devnet.rpc<{ relayfee: number }>('getnetworkinfo');
+    expect(await c.request('blockchain.relayfee')).toBe(net.relayfee);
+    await devnet.fund(await devnet.wallet.call<string>('getnewaddress'), '0.01');
+    const hist = await eventually(
+      () => c.request<Array<[number, number]>>('mempool.get_fee_histogram'),
+      (h) => h.length > 0,
+    );
+    expect(hist[0]![0]).toBeGreaterThan(0);
+    expect(hist[0]![1]).toBeGreaterThan(0);
+    await devnet.mine(1);
+  });
+});
+
+describe('reorg', () => {
+  it('rolls history back on invalidateblock and follows the new chain', async () => {
+    const c = await client();
+    const addr = await devnet.wallet.call<string>('getnewaddress');
+    const sh = await scripthashOf(addr);
+    const txid = await devnet.fund(addr, '0.2');
+    const [h1] = await devnet.mine(1);
+    const height = await devnet.rpc<number>('getblockcount');
+    await waitTip(c, height);
+    expect(await c.request('blockchain.scripthash.get_history', [sh])).toEqual([{ tx_hash: txid, height }]);
+    const oldHeader = await c.request<string>('blockchain.block.header', [height]);
+
+    await devnet.rpc('invalidateblock', [h1]);
+    await waitTip(c, height - 1);
+    const hist = await eventually(
+      () => c.request<Array<{ tx_hash: string; height: number }>>('blockchain.scripthash.get_history', [sh]),
+      (h) => h[0]?.height === 0,
+    );
+    expect(hist).toMatchObject([{ tx_hash: txid, height: 0 }]);
+    await expect(c.request('blockchain.transaction.get_merkle', [txid, height])).rejects.toThrow();
+
+    // A different block at the same height (a new coinbase address makes it different), then one more.
+    await devnet.mine(2, await devnet.wallet.call<string>('getnewaddress'));
+    await waitTip(c, height + 1);
+    const newHeader = await c.request<string>('blockchain.block.header', [height]);
+    expect(newHeader).not.toBe(oldHeader);
+    const after = await c.request<Array<{ tx_hash: string; height: number }>>(
+      'blockchain.scripthash.get_history',
+      [sh],
+    );
+    expect(after).toEqual([{ tx_hash: txid, height }]);
+    const p = await c.request<{ merkle: string[]; pos: number }>('blockchain.transaction.get_merkle', [
+      txid,
+      height,
+    ]);
+    expect(p.pos).toBeGreaterThan(0);
+    await devnet.rpc('reconsiderblock', [h1]); // the old branch is shorter; the tip stays ours
+    expect(await devnet.rpc('getblockcount')).toBe(height + 1);
+  });
+});
+
+describe('robustness', () => {
+  it('answers malformed input with JSON-RPC errors and keeps the connection', async () => {
+    const c = await client();
+    const before = c.lines.length;
+    c.writeRaw('this is not json\n');
+    c.writeRaw('[]\n');
+    c.writeRaw('42\n');
+    c.writeRaw('{"id":5,"method":"no.such.method","params":[]}\n');
+    c.writeRaw('{"id":6,"method":"blockchain.block.header","params":["x"]}\n');
+    c.writeRaw('{"id":7,"method":"blockchain.scripthash.get_history","params":{"a":1}}\n');
+    c.writeRaw('[{"id":8,"method":"server.ping"},{"id":9,"method":"server.banner"}]\n');
+    const lines = (await c.waitLines(before + 7)).slice(before).map((l) => JSON.parse(l));
+    expect(lines[0].error.code).toBe(-32700);
+    expect(lines[1].error.code).toBe(-32600);
+    expect(lines[2].error.code).toBe(-32600);
+    expect(lines[3]).toMatchObject({ id: 5, error: { code: -32601 } });
+    expect(lines[4]).toMatchObject({ id: 6, error: { code: -32602 } });
+    expect(lines[4].error.message).toMatch(/expected height as an integer/);
+    expect(lines[5]).toMatchObject({ id: 7, error: { code: -32602 } });
+    expect(lines[6]).toEqual([
+      { jsonrpc: '2.0', id: 8, result: null },
+      { jsonrpc: '2.0', id: 9, result: expect.any(String) },
+    ]);
+    expect(await c.request('server.ping')).toBeNull();
+  });
+
+  it('closes a connection whose line exceeds the limit, without affecting others', async () => {
+    const victim = await client();
+    const other = await client();
+    victim.writeRaw(Buffer.alloc(9 * 1024 * 1024, 0x61));
+    const deadline = Date.now() + 10_000;
+    while (!victim.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(victim.closed).toBe(true);
+    expect(JSON.parse(victim.lines.at(-1)!).error.message).toMatch(/longer than/);
+    expect(await other.request('server.ping')).toBeNull();
+  });
+
+  it('serves many concurrent clients', async () => {
+    const many = await Promise.all(Array.from({ length: 60 }, () => client()));
+    const tip = await devnet.rpc<number>('getblockcount');
+    const results = await Promise.all(
+      many.flatMap((c) =>
+        Array.from({ length: 10 }, (_, i) => c.request<string>('blockchain.block.header', [tip - i])),
+      ),
+    );
+    expect(results).toHaveLength(600);
+    expect(new Set(results).size).toBe(10);
+  });
+});

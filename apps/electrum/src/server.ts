@@ -1,0 +1,314 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import type { BitcoindRpc } from '@rgbx/chains/btc';
+import { ChainIndex } from './chain-index.ts';
+import { ElectrumError, ErrorCode } from './errors.ts';
+import {
+  handlers,
+  INDEX_METHODS,
+  type ProtocolContext,
+  type ProtocolVersion,
+  RawJson,
+  type SessionState,
+  statusHash,
+} from './protocol.ts';
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+export interface ElectrumServerOptions {
+  rpc: BitcoindRpc;
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** How often bitcoind's tip and mempool are polled for notifications (ms). */
+  pollIntervalMs?: number;
+  /** Index-dependent requests first sync the index if its last sync began longer ago than this (ms). */
+  freshnessMs?: number;
+  /** BTC/kvB decimal string answered by `blockchain.estimatefee` when bitcoind has no estimate. */
+  feeFallback?: string | null;
+  /** Longest accepted request line in bytes; a longer line gets an error and the connection is closed. */
+  maxLineBytes?: number;
+  maxConnections?: number;
+  banner?: string;
+  protocolMax?: ProtocolVersion;
+  logger?: Logger;
+}
+
+export const SOFTWARE = 'rgbx-electrum 0.1.0';
+
+const silent: Logger = { info() {}, warn() {}, error() {}, debug() {} };
+
+interface Session extends SessionState {
+  socket: Socket;
+  queue: Promise<void>;
+}
+
+/**
+ * Electrum protocol server (1.4 and 1.6) over newline-delimited JSON-RPC on TCP, backed by bitcoind.
+ *
+ * @example
+ * const server = new ElectrumServer({ rpc, port: 0 });
+ * const { port } = await server.start();
+ */
+export class ElectrumServer {
+  readonly index: ChainIndex;
+  readonly #opts: Required<Omit<ElectrumServerOptions, 'feeFallback' | 'logger'>> & {
+    feeFallback: string | null;
+  };
+  readonly #log: Logger;
+  readonly #ctx: ProtocolContext;
+  readonly #sessions = new Set<Session>();
+  #server: Server | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #lastSyncStart = 0;
+  #closing = false;
+
+  constructor(opts: ElectrumServerOptions) {
+    this.#opts = {
+      rpc: opts.rpc,
+      host: opts.host ?? '127.0.0.1',
+      port: opts.port ?? 50001,
+      pollIntervalMs: opts.pollIntervalMs ?? 100,
+      freshnessMs: opts.freshnessMs ?? 100,
+      feeFallback: opts.feeFallback === undefined ? '0.00001' : opts.feeFallback,
+      maxLineBytes: opts.maxLineBytes ?? 8 * 1024 * 1024,
+      maxConnections: opts.maxConnections ?? 1024,
+      banner: opts.banner ?? `Welcome to ${SOFTWARE}`,
+      protocolMax: opts.protocolMax ?? '1.6',
+    };
+    this.#log = opts.logger ?? silent;
+    this.index = new ChainIndex(opts.rpc);
+    this.#ctx = {
+      index: this.index,
+      rpc: opts.rpc,
+      software: SOFTWARE,
+      banner: this.#opts.banner,
+      feeFallback: this.#opts.feeFallback,
+      protocolMax: this.#opts.protocolMax,
+      onBroadcast: () => void this.#syncAndNotify(),
+    };
+  }
+
+  /** Builds the index up to bitcoind's tip, then listens. Resolves with the bound port. */
+  async start(): Promise<{ host: string; port: number; indexMs: number; height: number }> {
+    const t0 = performance.now();
+    await this.#syncAndNotify(true);
+    const indexMs = performance.now() - t0;
+    this.#log.info({ height: this.index.height, indexMs: Math.round(indexMs) }, 'index built');
+    const server = createServer({ noDelay: true }, (socket) => this.#accept(socket));
+    server.maxConnections = this.#opts.maxConnections;
+    this.#server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.#opts.port, this.#opts.host, () => resolve());
+    });
+    const addr = server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : this.#opts.port;
+    this.#schedulePoll();
+    return { host: this.#opts.host, port, indexMs, height: this.index.height };
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    for (const s of this.#sessions) s.socket.destroy();
+    await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
+  }
+
+  get connections(): number {
+    return this.#sessions.size;
+  }
+
+  #schedulePoll(): void {
+    if (this.#closing) return;
+    this.#timer = setTimeout(() => {
+      void this.#syncAndNotify().finally(() => this.#schedulePoll());
+    }, this.#opts.pollIntervalMs);
+    this.#timer.unref();
+  }
+
+  async #syncAndNotify(throwOnError = false): Promise<void> {
+    this.#lastSyncStart = performance.now();
+    let result: Awaited<ReturnType<ChainIndex['sync']>>;
+    try {
+      result = await this.index.sync();
+    } catch (err) {
+      if (throwOnError) throw err;
+      this.#log.warn({ err: (err as Error).message }, 'index sync failed; will retry');
+      return;
+    }
+    if (result.reorgDepth > 0)
+      this.#log.info({ depth: result.reorgDepth, height: this.index.height }, 'reorg');
+    if (result.newTip) {
+      const header = {
+        height: this.index.height,
+        hex: this.index.headers[this.index.height]!.toString('hex'),
+      };
+      for (const s of this.#sessions) {
+        if (s.headersSubscribed) this.#notify(s, 'blockchain.headers.subscribe', [header]);
+      }
+    }
+    if (result.touched.size === 0) return;
+    const statuses = new Map<string, string | null>();
+    for (const s of this.#sessions) {
+      for (const [sh, last] of s.scripthashes) {
+        if (!result.touched.has(sh)) continue;
+        let status = statuses.get(sh);
+        if (status === undefined) {
+          status = statusHash(this.#ctx, sh);
+          statuses.set(sh, status);
+        }
+        if (status !== last) {
+          s.scripthashes.set(sh, status);
+          this.#notify(s, 'blockchain.scripthash.subscribe', [sh, status]);
+        }
+      }
+    }
+  }
+
+  async #ensureFresh(): Promise<void> {
+    if (performance.now() - this.#lastSyncStart > this.#opts.freshnessMs) await this.#syncAndNotify();
+  }
+
+  #accept(socket: Socket): void {
+    socket.setNoDelay(true);
+    const session: Session = {
+      socket,
+      queue: Promise.resolve(),
+      version: '1.4',
+      versionNegotiated: false,
+      headersSubscribed: false,
+      scripthashes: new Map(),
+    };
+    this.#sessions.add(session);
+    let pending: Buffer[] = [];
+    let pendingLen = 0;
+    socket.on('data', (chunk: Buffer) => {
+      let start = 0;
+      for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+        pending.push(chunk.subarray(start, nl));
+        const line = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
+        pending = [];
+        pendingLen = 0;
+        start = nl + 1;
+        if (line.length > this.#opts.maxLineBytes) return this.#tooLong(session);
+        this.#enqueue(session, line);
+      }
+      if (start < chunk.length) {
+        pending.push(chunk.subarray(start));
+        pendingLen += chunk.length - start;
+        if (pendingLen > this.#opts.maxLineBytes) this.#tooLong(session);
+      }
+    });
+    socket.on('error', (err) => this.#log.debug({ err: err.message }, 'client socket error'));
+    socket.on('close', () => this.#sessions.delete(session));
+  }
+
+  #tooLong(session: Session): void {
+    this.#write(session, {
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: ErrorCode.INVALID_REQUEST,
+        message: `request line longer than ${this.#opts.maxLineBytes} bytes`,
+      },
+    });
+    session.socket.end();
+    session.socket.destroySoon?.();
+  }
+
+  /** Requests of one connection are answered in order; connections are independent. */
+  #enqueue(session: Session, line: Buffer): void {
+    session.queue = session.queue.then(async () => {
+      if (session.socket.destroyed) return;
+      const text = line.toString('utf8').trim();
+      if (text.length === 0) return;
+      let msg: unknown;
+      try {
+        msg = JSON.parse(text);
+      } catch (err) {
+        this.#write(session, {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: ErrorCode.PARSE_ERROR, message: `parse error: ${(err as Error).message}` },
+        });
+        return;
+      }
+      if (Array.isArray(msg)) {
+        if (msg.length === 0) {
+          this.#write(session, {
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: ErrorCode.INVALID_REQUEST, message: 'empty batch' },
+          });
+          return;
+        }
+        const parts: string[] = [];
+        for (const m of msg) {
+          const r = await this.#handle(session, m);
+          if (r !== null) parts.push(r);
+        }
+        if (parts.length > 0) this.#writeLine(session, `[${parts.join(',')}]`);
+        return;
+      }
+      const r = await this.#handle(session, msg);
+      if (r !== null) this.#writeLine(session, r);
+    });
+  }
+
+  /** Returns the serialized response, or null for a notification (no id member). */
+  async #handle(session: Session, msg: unknown): Promise<string | null> {
+    const isObj = typeof msg === 'object' && msg !== null && !Array.isArray(msg);
+    const req = (isObj ? msg : {}) as { id?: unknown; method?: unknown; params?: unknown };
+    const hasId = isObj && 'id' in req;
+    const id =
+      hasId && (typeof req.id === 'number' || typeof req.id === 'string' || req.id === null) ? req.id : null;
+    const reply = (body: string) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},${body}}`;
+    const fail = (code: number, message: string) => reply(`"error":${JSON.stringify({ code, message })}`);
+    if (!isObj || typeof req.method !== 'string') {
+      return fail(ErrorCode.INVALID_REQUEST, 'invalid request: expected an object with a string "method"');
+    }
+    const method = req.method;
+    const handler = Object.hasOwn(handlers, method) ? handlers[method] : undefined;
+    let params: unknown[];
+    if (req.params === undefined || req.params === null) params = [];
+    else if (Array.isArray(req.params)) params = req.params;
+    else return hasId ? fail(ErrorCode.INVALID_PARAMS, `${method}: params must be an array`) : null;
+    if (!handler) return hasId ? fail(ErrorCode.METHOD_NOT_FOUND, `unknown method "${method}"`) : null;
+    try {
+      if (INDEX_METHODS.has(method)) await this.#ensureFresh();
+      const result = await handler(this.#ctx, session, params);
+      if (!hasId) return null;
+      const json = result instanceof RawJson ? result.text : JSON.stringify(result ?? null);
+      return reply(`"result":${json}`);
+    } catch (err) {
+      if (err instanceof ElectrumError) return hasId ? fail(err.code, err.message) : null;
+      this.#log.error({ err: (err as Error).message, method }, 'request failed');
+      return hasId ? fail(ErrorCode.INTERNAL, `internal error in ${method}`) : null;
+    }
+  }
+
+  #notify(session: Session, method: string, params: unknown[]): void {
+    this.#write(session, { jsonrpc: '2.0', method, params });
+  }
+
+  #write(session: Session, obj: unknown): void {
+    this.#writeLine(session, JSON.stringify(obj));
+  }
+
+  #writeLine(session: Session, line: string): void {
+    const s = session.socket;
+    if (s.destroyed || !s.writable) return;
+    // A client that stops reading must not make us buffer without bound.
+    if (s.writableLength > 64 * 1024 * 1024) {
+      this.#log.warn({ buffered: s.writableLength }, 'client not reading; closing');
+      s.destroy();
+      return;
+    }
+    s.write(`${line}\n`);
+  }
+}

@@ -1,0 +1,316 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BitcoindRpc, BitcoindRpcError } from '@rgbx/chains/btc';
+import { bitcoindArgs, verifiedBitcoind } from './bitcoind.ts';
+import { freePort, isListening, waitFor } from './ports.ts';
+import { isAlive, startProcess, stopProcess } from './processes.ts';
+
+/** What `devnet status --json` prints; the contract other tools read. */
+export interface DevnetInfo {
+  bitcoind: { rpc_url: string; rpc_user: string; rpc_password: string; network: 'regtest' };
+  /** `tcp://127.0.0.1:P` */
+  electrum: string;
+  /** `rpc://127.0.0.1:P/json-rpc` (the form RGB invoices carry) */
+  proxy: string;
+}
+
+export interface DevnetOptions {
+  /** Directory holding all state: bitcoind datadir, proxy store, logs, devnet.json. */
+  dir: string;
+  /** Fixed ports; any left out reuse the previous run's port or a free one. */
+  ports?: { rpc?: number; electrum?: number; proxy?: number };
+  /** Processes outlive the caller (CLI `up`); tests leave this false and call stop(). */
+  detached?: boolean;
+  /** Blocks mined at first start so the miner wallet has mature coins (≥101). */
+  initialBlocks?: number;
+}
+
+interface State {
+  version: 1;
+  rpc: { port: number; user: string; password: string };
+  electrumPort: number;
+  proxyPort: number;
+  pids: { bitcoind?: number; electrum?: number; proxy?: number };
+  minerAddress?: string;
+}
+
+export interface Devnet {
+  readonly dir: string;
+  readonly info: DevnetInfo;
+  /** RPC client for bitcoind (node-level). */
+  readonly bitcoind: BitcoindRpc;
+  /** RPC client for the funded `miner` wallet. */
+  readonly wallet: BitcoindRpc;
+  /** Mines `blocks` blocks to the miner (or `address`); returns the block hashes. */
+  mine(blocks: number, address?: string): Promise<string[]>;
+  /** Sends `btc` (decimal string) from the miner wallet; with `confirm`, mines one block after. Returns the txid. */
+  fund(address: string, btc: string, opts?: { confirm?: boolean }): Promise<string>;
+  /** bitcoind node RPC call. */
+  rpc<T = unknown>(method: string, params?: unknown[]): Promise<T>;
+  /** Stops every process this devnet started (bitcoind, electrum, proxy). State stays in `dir`. */
+  stop(): Promise<void>;
+}
+
+const STATE_FILE = 'devnet.json';
+const here = fileURLToPath(new URL('.', import.meta.url));
+/** The services are started as processes from their build output, never imported (one-way dependencies). */
+export const ELECTRUM_MAIN = resolve(here, '../../../apps/electrum/dist/main.js');
+export const PROXY_MAIN = resolve(here, '../../../apps/rgb-proxy/dist/main.js');
+
+function readState(dir: string): State | undefined {
+  const p = join(dir, STATE_FILE);
+  if (!existsSync(p)) return undefined;
+  try {
+    const s = JSON.parse(readFileSync(p, 'utf8')) as State;
+    return s.version === 1 ? s : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeState(dir: string, s: State): void {
+  const tmp = join(dir, `${STATE_FILE}.tmp`);
+  writeFileSync(tmp, JSON.stringify(s, null, 2), { mode: 0o600 });
+  renameSync(tmp, join(dir, STATE_FILE)); // atomic: a reader never sees a half-written state
+}
+
+function infoOf(s: State): DevnetInfo {
+  return {
+    bitcoind: {
+      rpc_url: `http://127.0.0.1:${s.rpc.port}`,
+      rpc_user: s.rpc.user,
+      rpc_password: s.rpc.password,
+      network: 'regtest',
+    },
+    electrum: `tcp://127.0.0.1:${s.electrumPort}`,
+    proxy: `rpc://127.0.0.1:${s.proxyPort}/json-rpc`,
+  };
+}
+
+/** Serializes `up`/`down` on one directory across processes (O_EXCL lock file holding the pid). */
+async function withDirLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  const lock = join(dir, '.lock');
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch {
+      const holder = Number(readFileSync(lock, 'utf8') || 0);
+      if (!isAlive(holder)) rmSync(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`devnet: ${dir} is locked by pid ${holder}`);
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
+/**
+ * Starts (or re-attaches to) a regtest devnet: bitcoind 30.2 (SHA-256 verified), our Electrum server and
+ * our RGB proxy, all on loopback. Idempotent: processes already running for `dir` are reused.
+ *
+ * @example
+ * const devnet = await startDevnet({ dir: '/tmp/devnet' });
+ * await devnet.fund(address, '1.5', { confirm: true });
+ * await devnet.stop();
+ */
+export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
+  const dir = resolve(opts.dir);
+  mkdirSync(join(dir, 'logs'), { recursive: true });
+  mkdirSync(join(dir, 'bitcoind'), { recursive: true });
+  mkdirSync(join(dir, 'proxy'), { recursive: true });
+  const detached = opts.detached ?? false;
+  const state = await withDirLock(dir, async () => {
+    const prev = readState(dir);
+    const s: State = {
+      version: 1,
+      rpc: {
+        port: opts.ports?.rpc ?? prev?.rpc.port ?? (await freePort()),
+        user: prev?.rpc.user ?? 'devnet',
+        password: prev?.rpc.password ?? randomBytes(18).toString('base64url'),
+      },
+      electrumPort: opts.ports?.electrum ?? prev?.electrumPort ?? (await freePort()),
+      proxyPort: opts.ports?.proxy ?? prev?.proxyPort ?? (await freePort()),
+      pids: { ...prev?.pids },
+      ...(prev?.minerAddress ? { minerAddress: prev.minerAddress } : {}),
+    };
+    const rpc = new BitcoindRpc({
+      url: `http://127.0.0.1:${s.rpc.port}`,
+      user: s.rpc.user,
+      password: s.rpc.password,
+    });
+
+    // bitcoind
+    const bitcoindUp =
+      isAlive(s.pids.bitcoind) &&
+      (await rpc.call('getblockcount').then(
+        () => true,
+        () => false,
+      ));
+    if (!bitcoindUp) {
+      await stopProcess(s.pids.bitcoind);
+      const bin = await verifiedBitcoind();
+      const p = startProcess(
+        bin,
+        bitcoindArgs({
+          datadir: join(dir, 'bitcoind'),
+          rpcPort: s.rpc.port,
+          rpcUser: s.rpc.user,
+          rpcPassword: s.rpc.password,
+        }),
+        { logFile: join(dir, 'logs', 'bitcoind.log'), detached },
+      );
+      s.pids.bitcoind = p.pid;
+      writeState(dir, s);
+      await waitFor('bitcoind RPC', () => rpc.call('getblockchaininfo').then(() => true), {
+        timeoutMs: 60_000,
+        isAlive: () => isAlive(p.pid),
+      });
+    }
+    const wallets = await rpc.call<string[]>('listwallets');
+    if (!wallets.includes('miner')) {
+      try {
+        await rpc.call('loadwallet', ['miner']);
+      } catch (err) {
+        if (!(err instanceof BitcoindRpcError)) throw err;
+        await rpc.call('createwallet', ['miner']);
+      }
+    }
+    const wallet = rpc.withPath('/wallet/miner');
+    s.minerAddress ??= await wallet.call<string>('getnewaddress', ['miner', 'bech32']);
+    const height = await rpc.call<number>('getblockcount');
+    const want = opts.initialBlocks ?? 101;
+    if (height < want) await rpc.call('generatetoaddress', [want - height, s.minerAddress]);
+    writeState(dir, s);
+
+    // Electrum server (configured by a 0600 TOML file so the RPC password never shows in `ps`)
+    if (!(isAlive(s.pids.electrum) && (await isListening(s.electrumPort)))) {
+      await stopProcess(s.pids.electrum);
+      const conf = join(dir, 'electrum.toml');
+      writeFileSync(
+        conf,
+        [
+          '[server]',
+          'host = "127.0.0.1"',
+          `port = ${s.electrumPort}`,
+          '',
+          '[bitcoind]',
+          `rpc_url = "http://127.0.0.1:${s.rpc.port}"`,
+          `rpc_user = "${s.rpc.user}"`,
+          `rpc_password = "${s.rpc.password}"`,
+          '',
+          '[fees]',
+          '# regtest has no fee estimates; answer 1 sat/vB so clients can build transactions',
+          'fallback_btc_per_kvb = "0.00001"',
+          '',
+        ].join('\n'),
+        { mode: 0o600 },
+      );
+      const p = startProcess(process.execPath, [ELECTRUM_MAIN, '-c', conf], {
+        logFile: join(dir, 'logs', 'electrum.log'),
+        detached,
+      });
+      s.pids.electrum = p.pid;
+      writeState(dir, s);
+      await waitFor('electrum server', () => isListening(s.electrumPort), {
+        timeoutMs: 120_000,
+        isAlive: () => isAlive(p.pid),
+      });
+    }
+
+    // RGB proxy
+    if (!(isAlive(s.pids.proxy) && (await isListening(s.proxyPort)))) {
+      await stopProcess(s.pids.proxy);
+      const p = startProcess(
+        process.execPath,
+        [PROXY_MAIN, '--host', '127.0.0.1', '--port', String(s.proxyPort), '--data-dir', join(dir, 'proxy')],
+        { logFile: join(dir, 'logs', 'rgb-proxy.log'), detached },
+      );
+      s.pids.proxy = p.pid;
+      writeState(dir, s);
+      await waitFor('rgb proxy', () => isListening(s.proxyPort), {
+        timeoutMs: 60_000,
+        isAlive: () => isAlive(p.pid),
+      });
+    }
+    writeState(dir, s);
+    return s;
+  });
+  return attach(dir, state);
+}
+
+function attach(dir: string, s: State): Devnet {
+  const bitcoind = new BitcoindRpc({
+    url: `http://127.0.0.1:${s.rpc.port}`,
+    user: s.rpc.user,
+    password: s.rpc.password,
+  });
+  const wallet = bitcoind.withPath('/wallet/miner');
+  const mine = (blocks: number, address?: string) =>
+    bitcoind.call<string[]>('generatetoaddress', [blocks, address ?? s.minerAddress]);
+  return {
+    dir,
+    info: infoOf(s),
+    bitcoind,
+    wallet,
+    mine,
+    async fund(address, btc, o) {
+      if (!/^\d+(\.\d{1,8})?$/.test(btc))
+        throw new Error(`fund: amount must be a BTC decimal like "0.5", got ${JSON.stringify(btc)}`);
+      // Passed as a JSON string: bitcoind parses amounts from strings exactly (no float on our side).
+      const txid = await wallet.call<string>('sendtoaddress', [address, btc]);
+      if (o?.confirm) await mine(1);
+      return txid;
+    },
+    rpc: (method, params) => bitcoind.call(method, params),
+    stop: () => stopDevnet(dir),
+  };
+}
+
+/** Attaches to a running devnet without starting anything; undefined if it is not running. */
+export function openDevnet(dirArg: string): Devnet | undefined {
+  const dir = resolve(dirArg);
+  const s = readState(dir);
+  if (!s || !isAlive(s.pids.bitcoind)) return undefined;
+  return attach(dir, s);
+}
+
+export interface DevnetStatus {
+  running: boolean;
+  processes: { bitcoind: boolean; electrum: boolean; proxy: boolean };
+  info?: DevnetInfo;
+}
+
+export function devnetStatus(dirArg: string): DevnetStatus {
+  const s = readState(resolve(dirArg));
+  const processes = {
+    bitcoind: isAlive(s?.pids.bitcoind),
+    electrum: isAlive(s?.pids.electrum),
+    proxy: isAlive(s?.pids.proxy),
+  };
+  return {
+    running: processes.bitcoind && processes.electrum && processes.proxy,
+    processes,
+    ...(s ? { info: infoOf(s) } : {}),
+  };
+}
+
+/** Stops every process recorded for `dir` (services first, bitcoind last); the data stays. */
+export async function stopDevnet(dirArg: string): Promise<void> {
+  const dir = resolve(dirArg);
+  if (!existsSync(dir)) return;
+  await withDirLock(dir, async () => {
+    const s = readState(dir);
+    if (!s) return;
+    await Promise.all([stopProcess(s.pids.electrum), stopProcess(s.pids.proxy)]);
+    await stopProcess(s.pids.bitcoind, 30_000);
+    s.pids = {};
+    writeState(dir, s);
+  });
+}

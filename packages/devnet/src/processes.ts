@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+
+/** True if a process with this pid exists (signal 0 probes without signalling). */
+export function isAlive(pid: number | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export interface Spawned {
+  pid: number;
+  /** Resolves with the exit code once the process ends (only for processes we spawned in this process). */
+  exited: Promise<number | null>;
+}
+
+/**
+ * Starts a long-running process with stdout/stderr appended to `logFile`. `detached` processes get their
+ * own session and outlive the caller (the CLI's `up`); others are tied to the caller's lifetime by its
+ * shutdown code (tests stop them in afterAll).
+ */
+export function startProcess(
+  cmd: string,
+  args: string[],
+  opts: { logFile: string; detached: boolean; env?: NodeJS.ProcessEnv },
+): Spawned {
+  const fd = openSync(opts.logFile, 'a');
+  const child = spawn(cmd, args, {
+    stdio: ['ignore', fd, fd],
+    detached: opts.detached,
+    env: opts.env ?? process.env,
+  });
+  closeSync(fd);
+  if (child.pid === undefined) throw new Error(`could not start ${cmd}`);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  if (opts.detached) child.unref();
+  return { pid: child.pid, exited };
+}
+
+/** SIGTERM, wait up to `graceMs`, then SIGKILL. Resolves once the pid is gone. */
+export async function stopProcess(pid: number | undefined, graceMs = 15_000): Promise<void> {
+  if (!isAlive(pid)) return;
+  try {
+    process.kill(pid!, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  if (isAlive(pid)) {
+    try {
+      process.kill(pid!, 'SIGKILL');
+    } catch {}
+    while (isAlive(pid)) await new Promise((r) => setTimeout(r, 20));
+  }
+}
