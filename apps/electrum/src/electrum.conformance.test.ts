@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ElectrumClient, ElectrumReplyError } from './client.ts';
 
@@ -453,6 +454,49 @@ describe('robustness', () => {
     expect(victim.closed).toBe(true);
     expect(JSON.parse(victim.lines.at(-1)!).error.message).toMatch(/longer than/);
     expect(await other.request('server.ping')).toBeNull();
+  });
+
+  it('answers every arbitrary request line with exactly one JSON-RPC reply (property)', async () => {
+    const c = await client();
+    const methods = [
+      'server.ping',
+      'blockchain.block.header',
+      'blockchain.scripthash.get_history',
+      'blockchain.transaction.get',
+      'blockchain.transaction.get_merkle',
+      'blockchain.block.headers',
+      'blockchain.estimatefee',
+      'blockchain.transaction.id_from_pos',
+      'nope',
+    ];
+    const arbLine = fc.oneof(
+      // Well-framed requests with arbitrary params.
+      fc
+        .record({
+          id: fc.integer({ min: 1, max: 1e9 }),
+          method: fc.constantFrom(...methods),
+          params: fc.array(fc.jsonValue(), { maxLength: 4 }),
+        })
+        .map((r) => JSON.stringify(r)),
+      // Arbitrary text without newlines (parse errors or invalid requests).
+      fc
+        .string({ maxLength: 200 })
+        .map((x) => x.replace(/[\r\n]/g, ' '))
+        .filter((x) => x.trim().length > 0),
+    );
+    await fc.assert(
+      fc.asyncProperty(arbLine, async (line) => {
+        const before = c.lines.length;
+        c.writeRaw(`${line}\n`);
+        const lines = await c.waitLines(before + 1);
+        expect(lines.length).toBe(before + 1);
+        const reply = JSON.parse(lines[before]!);
+        expect(reply.jsonrpc).toBe('2.0');
+        expect('result' in reply || typeof reply.error?.code === 'number').toBe(true);
+      }),
+      { numRuns: 150 },
+    );
+    expect(await c.request('server.ping')).toBeNull();
   });
 
   it('serves many concurrent clients', async () => {
