@@ -16,7 +16,9 @@ export async function benchElectrum({ txs = 1000, n = 50 } = {}) {
   const devnet = await startDevnet({ dir });
   try {
     const w = devnet.wallet;
-    const addr = await w.call('getnewaddress');
+    // The target address belongs to another wallet so the miner never spends from it (1 tx = 1 entry).
+    await devnet.rpc('createwallet', ['sink']);
+    const addr = await devnet.bitcoind.withPath('/wallet/sink').call('getnewaddress');
     // Mature coins to spend from without hitting mempool chain limits.
     await devnet.mine(100);
     for (let sent = 0; sent < txs; sent += 20) {
@@ -28,7 +30,7 @@ export async function benchElectrum({ txs = 1000, n = 50 } = {}) {
       if (bad) throw bad;
       await devnet.mine(1);
     }
-    const info = await w.call('getaddressinfo', [addr]);
+    const info = await devnet.bitcoind.withPath('/wallet/sink').call('getaddressinfo', [addr]);
     const sh = Buffer.from(createHash('sha256').update(Buffer.from(info.scriptPubKey, 'hex')).digest())
       .reverse()
       .toString('hex');

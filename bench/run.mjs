@@ -1,0 +1,19 @@
+// Runs every benchmark and prints one JSON document; `npm run bench` builds first.
+// Figures are medians of interleaved runs, each next to a baseline measured in the same run.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { benchElectrum } from './electrum.mjs';
+import { benchGoOnline } from './rgb-goonline.mjs';
+
+const only = process.argv[2];
+const out = { date: new Date().toISOString(), node: process.version, cpus: cpus().length };
+if (!only || only === 'electrum') out.electrum = await benchElectrum();
+if (!only || only === 'goonline') out.goonline = await benchGoOnline();
+if (!only || only === 'proxy') {
+  const { benchProxy } = await import('./proxy.mjs');
+  out.proxy = await benchProxy();
+}
+const json = JSON.stringify(out, (_k, v) => (typeof v === 'bigint' ? String(v) : v), 2);
+mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+writeFileSync(new URL('./results/latest.json', import.meta.url), `${json}\n`);
+console.info(json);
