@@ -41,7 +41,7 @@ export const ElectrumConfig = Type.Object(
     index: Type.Object(
       {
         poll_interval_ms: Type.Integer({ default: 100, minimum: 10 }),
-        freshness_ms: Type.Integer({ default: 100, minimum: 0 }),
+        freshness_ms: Type.Integer({ default: 0, minimum: 0 }),
       },
       { default: {}, additionalProperties: false },
     ),

@@ -26,7 +26,11 @@ export interface ElectrumServerOptions {
   port?: number;
   /** How often bitcoind's tip and mempool are polled for notifications (ms). */
   pollIntervalMs?: number;
-  /** Index-dependent requests first sync the index if its last sync began longer ago than this (ms). */
+  /**
+   * Index-dependent requests first sync the index if its last sync began longer ago than this (ms).
+   * 0 (default) = strict read-after-write: every such request sees at least bitcoind's state at the moment
+   * it arrived (a sync started after it; concurrent requests share one sync).
+   */
   freshnessMs?: number;
   /** BTC/kvB decimal string answered by `blockchain.estimatefee` when bitcoind has no estimate. */
   feeFallback?: string | null;
@@ -73,7 +77,7 @@ export class ElectrumServer {
       host: opts.host ?? '127.0.0.1',
       port: opts.port ?? 50001,
       pollIntervalMs: opts.pollIntervalMs ?? 100,
-      freshnessMs: opts.freshnessMs ?? 100,
+      freshnessMs: opts.freshnessMs ?? 0,
       feeFallback: opts.feeFallback === undefined ? '0.00001' : opts.feeFallback,
       maxLineBytes: opts.maxLineBytes ?? 8 * 1024 * 1024,
       maxConnections: opts.maxConnections ?? 1024,

@@ -1,1 +1,32 @@
-export {};
+/**
+ * `@rgbx/rgb`: the only package that touches the rgb-lib native binding, and only from a child
+ * process. Import this from anywhere: the addon is never loaded in the importing process.
+ */
+export {
+  classifyErrorMessage,
+  parseDebugFields,
+  RgbCallTimeoutError,
+  RgbChildDiedError,
+  type RgbErrorKind,
+  type RgbErrorPayload,
+  RgbLibError,
+  RgbWalletClosedError,
+} from './errors.ts';
+export { RgbHost, type RgbHostEvents, type RgbHostOptions } from './host.ts';
+export { parseRgbJson, toJson, type U64, U64_KEYS, u64String } from './json.ts';
+export { WALLET_FUNCTIONS, type WalletFunction } from './protocol.ts';
+export type * from './types.ts';
+export {
+  type AssignmentInput,
+  closeDefaultHost,
+  type GoOnlineOptions,
+  generateKeys,
+  getDefaultHost,
+  invoiceData,
+  type OpenWalletOptions,
+  openWallet,
+  type RecipientInput,
+  type RecipientMap,
+  RgbWallet,
+  restoreKeys,
+} from './wallet.ts';

@@ -1,1 +1,1 @@
-export {};
+export { type SignPsbtOptions, signPsbt } from './signer.ts';
