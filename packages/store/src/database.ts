@@ -1,0 +1,105 @@
+import Database from 'better-sqlite3';
+import {
+  Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+} from 'kysely';
+import pg from 'pg';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface OpenedDatabase<DB> {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  /** Closes the pool or the SQLite handle. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a Kysely database from a URL: `postgres://…` / `postgresql://…` (pg pool), `sqlite:<path>` or
+ * `sqlite::memory:` (better-sqlite3 in WAL mode with a busy timeout and foreign keys on).
+ *
+ * @example
+ * const { db, dialect, close } = openDatabase<MySchema>('sqlite:/var/lib/swap/swap.db');
+ */
+export function openDatabase<DB>(url: string, opts: { poolSize?: number } = {}): OpenedDatabase<DB> {
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10 });
+    // Without a listener an idle-client error (server restart) would crash the process.
+    pool.on('error', () => {});
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    return { db, dialect: 'postgres', close: () => db.destroy() };
+  }
+  const m = /^sqlite:(.+)$/.exec(url);
+  if (!m)
+    throw new Error(
+      `database url must start with postgres:// or sqlite:, got ${JSON.stringify(redactUrl(url))}`,
+    );
+  const file = m[1] === ':memory:' ? ':memory:' : m[1]!;
+  const sqlite = new Database(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = FULL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/** Hides the password of a database URL for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+}
+
+/** A service's migrations; the dialect is given so a migration can pick dialect-specific column types. */
+export type MigrationSet = (dialect: Dialect) => Record<string, Migration>;
+
+/** Applies every pending migration in name order; throws with the failing migration's name. */
+export async function migrateToLatest<DB>(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  set: MigrationSet,
+): Promise<string[]> {
+  const migrations = set(dialect);
+  const provider: MigrationProvider = { getMigrations: async () => migrations };
+  const migrator = new Migrator({ db: db as Kysely<unknown>, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error) {
+    throw new Error(
+      `migration ${failed?.migrationName ?? '?'} failed: ${(error as Error).message ?? String(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Column type helpers that differ between the dialects. */
+export const columns = {
+  /** Auto-incrementing integer primary key. */
+  serial: (dialect: Dialect) => (dialect === 'postgres' ? 'bigserial' : 'integer'),
+  /** JSON document (jsonb on PostgreSQL, text on SQLite). */
+  json: (dialect: Dialect) => (dialect === 'postgres' ? 'jsonb' : 'text'),
+  /** Milliseconds since the epoch. */
+  timestamp: (_dialect: Dialect) => 'bigint',
+};
+
+/** True for a UNIQUE / PRIMARY KEY violation on either dialect. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return (
+    e?.code === '23505' ||
+    e?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  );
+}
+
+/** Cheap connectivity check (`select 1`). */
+export async function ping<DB>(db: Kysely<DB>): Promise<void> {
+  await sql`select 1`.execute(db);
+}

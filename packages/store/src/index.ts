@@ -1,0 +1,3 @@
+export type { Dialect, MigrationSet, OpenedDatabase } from './database.ts';
+export { columns, isUniqueViolation, migrateToLatest, openDatabase, ping, redactUrl } from './database.ts';
+export { createTestPgDatabase, TEST_PG_URL } from './testing.ts';
