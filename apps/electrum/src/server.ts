@@ -69,6 +69,8 @@ export class ElectrumServer {
   #server: Server | null = null;
   #timer: NodeJS.Timeout | null = null;
   #lastSyncStart = 0;
+  /** Start time of the newest sync known to have completed: state is at least that fresh. */
+  #freshAsOf = -1;
   #closing = false;
 
   constructor(opts: ElectrumServerOptions) {
@@ -136,10 +138,13 @@ export class ElectrumServer {
   }
 
   async #syncAndNotify(throwOnError = false): Promise<void> {
-    this.#lastSyncStart = performance.now();
+    const started = performance.now();
+    this.#lastSyncStart = started;
     let result: Awaited<ReturnType<ChainIndex['sync']>>;
     try {
+      // index.sync() coalesces, but always includes a pass that began after this call.
       result = await this.index.sync();
+      this.#freshAsOf = Math.max(this.#freshAsOf, started);
     } catch (err) {
       if (throwOnError) throw err;
       this.#log.warn({ err: (err as Error).message }, 'index sync failed; will retry');
@@ -174,8 +179,15 @@ export class ElectrumServer {
     }
   }
 
-  async #ensureFresh(): Promise<void> {
-    if (performance.now() - this.#lastSyncStart > this.#opts.freshnessMs) await this.#syncAndNotify();
+  /**
+   * Read-after-write: the answer must reflect bitcoind as of the request's arrival. A sync that began
+   * after the arrival and has completed proves it, so pipelined requests share one sync.
+   */
+  async #ensureFresh(arrivedAt: number): Promise<void> {
+    if (this.#freshAsOf >= arrivedAt) return;
+    if (this.#opts.freshnessMs > 0 && performance.now() - this.#lastSyncStart <= this.#opts.freshnessMs)
+      return;
+    await this.#syncAndNotify();
   }
 
   #accept(socket: Socket): void {
@@ -200,7 +212,7 @@ export class ElectrumServer {
         pendingLen = 0;
         start = nl + 1;
         if (line.length > this.#opts.maxLineBytes) return this.#tooLong(session);
-        this.#enqueue(session, line);
+        this.#enqueue(session, line, performance.now());
       }
       if (start < chunk.length) {
         pending.push(chunk.subarray(start));
@@ -226,7 +238,7 @@ export class ElectrumServer {
   }
 
   /** Requests of one connection are answered in order; connections are independent. */
-  #enqueue(session: Session, line: Buffer): void {
+  #enqueue(session: Session, line: Buffer, arrivedAt: number): void {
     session.queue = session.queue.then(async () => {
       if (session.socket.destroyed) return;
       const text = line.toString('utf8').trim();
@@ -253,19 +265,19 @@ export class ElectrumServer {
         }
         const parts: string[] = [];
         for (const m of msg) {
-          const r = await this.#handle(session, m);
+          const r = await this.#handle(session, m, arrivedAt);
           if (r !== null) parts.push(r);
         }
         if (parts.length > 0) this.#writeLine(session, `[${parts.join(',')}]`);
         return;
       }
-      const r = await this.#handle(session, msg);
+      const r = await this.#handle(session, msg, arrivedAt);
       if (r !== null) this.#writeLine(session, r);
     });
   }
 
   /** Returns the serialized response, or null for a notification (no id member). */
-  async #handle(session: Session, msg: unknown): Promise<string | null> {
+  async #handle(session: Session, msg: unknown, arrivedAt: number): Promise<string | null> {
     const isObj = typeof msg === 'object' && msg !== null && !Array.isArray(msg);
     const req = (isObj ? msg : {}) as { id?: unknown; method?: unknown; params?: unknown };
     const hasId = isObj && 'id' in req;
@@ -284,7 +296,7 @@ export class ElectrumServer {
     else return hasId ? fail(ErrorCode.INVALID_PARAMS, `${method}: params must be an array`) : null;
     if (!handler) return hasId ? fail(ErrorCode.METHOD_NOT_FOUND, `unknown method "${method}"`) : null;
     try {
-      if (INDEX_METHODS.has(method)) await this.#ensureFresh();
+      if (INDEX_METHODS.has(method)) await this.#ensureFresh(arrivedAt);
       const result = await handler(this.#ctx, session, params);
       if (!hasId) return null;
       const json = result instanceof RawJson ? result.text : JSON.stringify(result ?? null);
