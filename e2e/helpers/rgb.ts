@@ -66,7 +66,8 @@ interface MinerLike {
 export async function waitForIndexer(devnet: MinerLike): Promise<number> {
   const height = await devnet.rpc<number>('getblockcount');
   const served = await electrumHeight(devnet.info.electrum);
-  if (served !== height) throw new Error(`electrum serves height ${served} right after bitcoind reached ${height}`);
+  if (served !== height)
+    throw new Error(`electrum serves height ${served} right after bitcoind reached ${height}`);
   return height;
 }
 
