@@ -1,1 +1,50 @@
-export {};
+// TypeBox and Fastify types are re-exported so services use the kit's exact copies.
+export type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+export { type Static, type TSchema, Type } from 'typebox';
+export {
+  ConfigError,
+  type ConfigIssue,
+  type ConfigSource,
+  formatConfigError,
+  type LoadConfigOptions,
+  loadTomlConfig,
+} from './config.ts';
+export {
+  classifyError,
+  type DefinedErrors,
+  defineErrors,
+  type EnvelopeResponse,
+  type ErrorCodeInfo,
+  type ErrorDefinition,
+  ErrorEnvelope,
+  type ErrorEnvelopeFactory,
+  ErrorEnvelopeSchema,
+  type ErrorFactory,
+  type ErrorInfo,
+  type ErrorTable,
+  KitErrors,
+  listErrors,
+  ServiceError,
+  type ServiceErrorOptions,
+  type ValidationInfo,
+  type ValidationIssue,
+} from './errors.ts';
+export {
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  type RunningService,
+  type RunServiceOptions,
+  runService,
+  type ServiceAddress,
+} from './lifecycle.ts';
+export { type CreateLoggerOptions, createLogger, type Logger, REDACT_PATHS } from './logger.ts';
+export { installJsonParser } from './raw-body.ts';
+export {
+  type CreateServerOptions,
+  createServer,
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_SWAGGER_PREFIX,
+  isSaneRequestId,
+  type ServiceApp,
+  type SwaggerOptions,
+  sendEnvelope,
+} from './server.ts';

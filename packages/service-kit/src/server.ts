@@ -1,0 +1,206 @@
+/**
+ * `createServer`: a Fastify instance with the conventions every service shares: request ids,
+ * raw-body JSON parsing, one error envelope for every error and 404, and (optionally) OpenAPI +
+ * Swagger UI served from local assets.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import ajvFormatsModule, { type FormatsPlugin } from 'ajv-formats';
+import fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RawServerDefault,
+} from 'fastify';
+import {
+  classifyError,
+  type EnvelopeResponse,
+  type ErrorEnvelopeFactory,
+  type ErrorInfo,
+  KitErrors,
+} from './errors.ts';
+import type { Logger } from './logger.ts';
+import { installJsonParser } from './raw-body.ts';
+
+/** The instance type every service works with. */
+export type ServiceApp = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface SwaggerOptions {
+  title: string;
+  description?: string;
+  /** Where Swagger UI lives; the document is at `<routePrefix>/json` and `<routePrefix>/yaml`. Default `/_swagger`. */
+  routePrefix?: string;
+  /** Also serve the document at `/openapi.yaml` and `/openapi.json` (hidden from the document). */
+  yamlPath?: boolean;
+}
+
+export interface CreateServerOptions {
+  name: string;
+  version: string;
+  logger: Logger;
+  /** Maximum request body in bytes for buffered parsers (JSON). Default 1 MiB. */
+  bodyLimit?: number;
+  /** Builds every error reply (errors, validation failures, 404s). */
+  envelope: ErrorEnvelopeFactory;
+  swagger?: SwaggerOptions;
+  /** Header carrying the request id, in and out. Default `x-request-id`. */
+  requestIdHeader?: string;
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+export const DEFAULT_SWAGGER_PREFIX = '/_swagger';
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9_.:+=/-]{1,128}$/;
+
+/** True for ids we accept from clients: 1..128 chars of `[A-Za-z0-9_.:+=/-]`. */
+export function isSaneRequestId(value: unknown): value is string {
+  return typeof value === 'string' && SANE_REQUEST_ID.test(value);
+}
+
+// ajv-formats is CommonJS with a `default` export; depending on the loader the plugin is the
+// module itself or its `default`.
+const ajvFormats = ((ajvFormatsModule as unknown as { default?: FormatsPlugin }).default ??
+  ajvFormatsModule) as unknown as FormatsPlugin;
+
+const FALLBACK_BODY = JSON.stringify({ error: { code: 'INTERNAL_ERROR', message: 'Internal Server Error' } });
+
+/**
+ * Sends an error through the envelope factory. The body is serialized here, never by a route's
+ * response schema, so an error can never turn into FST_ERR_FAILED_ERROR_SERIALIZATION.
+ */
+export function sendEnvelope(
+  reply: FastifyReply,
+  envelope: ErrorEnvelopeFactory,
+  e: ErrorInfo,
+): FastifyReply {
+  let out: EnvelopeResponse;
+  let payload: string | Buffer;
+  try {
+    out = envelope(e);
+    payload =
+      typeof out.body === 'string' || Buffer.isBuffer(out.body) ? out.body : JSON.stringify(out.body ?? null);
+    if (!Number.isInteger(out.statusCode) || out.statusCode < 100 || out.statusCode > 599) {
+      throw new RangeError(`envelope returned status ${out.statusCode}`);
+    }
+  } catch (err) {
+    reply.log.error({ err }, 'error envelope factory failed');
+    return reply.code(500).type('application/json; charset=utf-8').send(FALLBACK_BODY);
+  }
+  return reply
+    .code(out.statusCode)
+    .type(out.contentType ?? 'application/json; charset=utf-8')
+    .send(payload);
+}
+
+/** Logs an error the way the kit does: 5xx/unexpected at `error` with the cause, the rest at `info`. */
+function logError(log: FastifyBaseLogger, err: unknown, e: ErrorInfo & { internal: boolean }): void {
+  if (e.internal || e.statusCode >= 500) {
+    log.error({ err, code: e.code, statusCode: e.statusCode }, 'request failed');
+  } else {
+    log.info({ code: e.code, statusCode: e.statusCode, reason: e.message }, 'request rejected');
+  }
+}
+
+export function createServer(opts: CreateServerOptions): ServiceApp {
+  const idHeader = (opts.requestIdHeader ?? 'x-request-id').toLowerCase();
+  const envelope = opts.envelope;
+
+  const app = fastify({
+    loggerInstance: opts.logger,
+    bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers[idHeader];
+      return isSaneRequestId(incoming) ? incoming : randomUUID();
+    },
+    ajv: { plugins: [ajvFormats as never] },
+    // Errors raised before routing (bad URL encoding and the like) get the envelope too.
+    frameworkErrors: (error, request, reply) => {
+      reply.header(idHeader, request.id);
+      const e = classifyError(error, request);
+      logError(request.log, error, e);
+      sendEnvelope(reply, envelope, e);
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ServiceApp;
+
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header(idHeader, request.id);
+    done();
+  });
+
+  installJsonParser(app as unknown as FastifyInstance);
+
+  app.setErrorHandler((error, request, reply) => {
+    const e = classifyError(error, request);
+    logError(request.log, error, e);
+    // Replies may have got a content-type from the route before failing; the envelope decides.
+    reply.removeHeader('content-type');
+    sendEnvelope(reply, envelope, e);
+  });
+
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const e = KitErrors.NOT_FOUND.create(request.method, request.url.split('?')[0] ?? '/');
+    sendEnvelope(reply, envelope, { statusCode: e.statusCode, code: e.code, message: e.message });
+  });
+
+  if (opts.swagger) registerSwagger(app, opts);
+  return app;
+}
+
+function registerSwagger(app: ServiceApp, opts: CreateServerOptions): void {
+  const sw = opts.swagger!;
+  const routePrefix = sw.routePrefix ?? DEFAULT_SWAGGER_PREFIX;
+  // @fastify/swagger collects routes with an onRoute hook. Registered with `app.register`, it would
+  // only load at `ready()`, and routes declared on the root instance before that would be missing
+  // from the document. Its plugin function is synchronous, so it is applied to the root instance
+  // right away (the root has no encapsulation to skip), and its name is recorded so that
+  // @fastify/swagger-ui's dependency check passes.
+  const options = {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: sw.title,
+        version: opts.version,
+        ...(sw.description === undefined ? {} : { description: sw.description }),
+      },
+    },
+    refResolver: {
+      // Shared schemas added with `app.addSchema({ $id })` keep their name in components.schemas.
+      buildLocalReference: (json: Record<string, unknown>, _base: unknown, _frag: string, i: number) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+    },
+  };
+  let loadError: Error | undefined;
+  (fastifySwagger as unknown as (i: unknown, o: unknown, done: (err?: Error) => void) => void)(
+    app,
+    options,
+    (err) => {
+      if (err) loadError = err;
+    },
+  );
+  if (loadError) throw loadError;
+  const registered = (app as unknown as Record<symbol, string[] | undefined>)[
+    Symbol.for('registered-plugin')
+  ];
+  registered?.push('@fastify/swagger');
+
+  app.register(fastifySwaggerUi, { routePrefix, staticCSP: true });
+
+  if (sw.yamlPath) {
+    const hidden = { schema: { hide: true } };
+    app.get('/openapi.json', hidden, async () => app.swagger());
+    app.get('/openapi.yaml', hidden, async (_req, reply) =>
+      reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true })),
+    );
+  }
+}
