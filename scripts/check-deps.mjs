@@ -38,7 +38,7 @@ for (const w of workspaces) {
       problems.push(`${w} depends on app ${dep}`);
     if (dep === NATIVE && w !== 'packages/rgb')
       problems.push(`${w} depends on the native binding; only packages/rgb may`);
-    if (w === 'packages/sdk' && target && target !== 'packages/sdk')
+    if (w === 'packages/sdk' && target && target !== 'packages/sdk' && target !== 'packages/contracts')
       problems.push(`sdk depends on ${dep}; the sdk stays client-side`);
   }
   for (const f of walk(join(root, w, 'src')).filter((f) => f.endsWith('.ts'))) {

@@ -1,4 +1,7 @@
 // TypeBox and Fastify types are re-exported so services use the kit's exact copies.
+
+// Re-exported so consumers see @fastify/swagger's schema augmentation (summary, tags, hide…) and `app.swagger()`.
+export type { SwaggerOptions as FastifySwaggerOptions } from '@fastify/swagger';
 export type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 export { type Static, type TSchema, Type } from 'typebox';
 export {

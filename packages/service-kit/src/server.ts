@@ -55,6 +55,12 @@ export interface CreateServerOptions {
   swagger?: SwaggerOptions;
   /** Header carrying the request id, in and out. Default `x-request-id`. */
   requestIdHeader?: string;
+  /**
+   * Strict JSON types: no Ajv coercion (`"5"` is not an integer, `1` is not a string). Default false
+   * (Fastify's `coerceTypes: 'array'`), which suits query strings; APIs whose clients expect a type
+   * error for a wrong JSON type set this.
+   */
+  strictTypes?: boolean;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -123,7 +129,12 @@ export function createServer(opts: CreateServerOptions): ServiceApp {
       const incoming = req.headers[idHeader];
       return isSaneRequestId(incoming) ? incoming : randomUUID();
     },
-    ajv: { plugins: [ajvFormats as never] },
+    ajv: {
+      plugins: [ajvFormats as never],
+      ...(opts.strictTypes
+        ? { customOptions: { coerceTypes: false, useDefaults: true, removeAdditional: false } }
+        : {}),
+    },
     // Errors raised before routing (bad URL encoding and the like) get the envelope too.
     frameworkErrors: (error, request, reply) => {
       reply.header(idHeader, request.id);

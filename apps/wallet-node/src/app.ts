@@ -1,0 +1,96 @@
+import { WALLET_NODE_SCHEMAS } from '@rgbx/contracts/wallet-node';
+import { createServer, type Logger, type ServiceApp } from '@rgbx/service-kit';
+import type { WalletNodeConfig } from './config.ts';
+import { envelope } from './errors.ts';
+import { MISSING_HEADERS_TEXT, readIdentity } from './identity.ts';
+import { installLosslessJson } from './json.ts';
+import { WorkerPool } from './pool.ts';
+import { registerRoutes } from './routes.ts';
+import { WalletRegistry } from './wallets.ts';
+
+export const APP_NAME = 'rgbx-wallet-node';
+export const APP_VERSION = '0.1.0';
+
+export interface WalletNode {
+  app: ServiceApp;
+  pool: WorkerPool;
+  registry: WalletRegistry;
+  /** Starts the rgb-lib children and background timers (call before listening). */
+  start(): Promise<void>;
+  /** Drops every wallet and stops the children. */
+  close(): Promise<void>;
+}
+
+const WALLET_PATH = /^\/(wallet\/|blindreceive(\?|$))/;
+
+/**
+ * Builds the wallet node: the HTTP app (never loads rgb-lib) and its pool of rgb-lib children.
+ *
+ * @example
+ * const node = buildWalletNode(config, logger);
+ * await node.start();
+ * await node.app.listen({ port: 3000 });
+ */
+export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNode {
+  const app = createServer({
+    name: APP_NAME,
+    version: APP_VERSION,
+    logger,
+    bodyLimit: cfg.api.body_limit_bytes,
+    envelope,
+    strictTypes: true,
+    swagger: {
+      title: 'rgbx wallet node',
+      description:
+        'Watch-only RGB wallets on rgb-lib. Wallet endpoints need the xpub-van, xpub-col and master-fingerprint headers. ' +
+        'Errors: {error:{code,status,message,details}}; see the README for the code table.',
+      routePrefix: '/_swagger',
+    },
+  });
+  for (const s of WALLET_NODE_SCHEMAS) app.addSchema(s);
+  installLosslessJson(app, cfg.api.body_limit_bytes);
+
+  const pool = new WorkerPool(cfg.wallet.workers, { callTimeoutMs: cfg.wallet.call_timeout_secs * 1000 });
+  const registry = new WalletRegistry(cfg.wallet, pool, logger);
+
+  // Headers before body, as the reference: a missing header is a 401 even when the body is bad.
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('cache-control', 'no-store');
+    if (!WALLET_PATH.test(req.url) || req.method !== 'POST') return;
+    const id = readIdentity(req.headers, cfg.wallet.network);
+    if (!id) {
+      return reply.code(401).type('text/plain; charset=utf-8').send(MISSING_HEADERS_TEXT);
+    }
+    req.walletIdentity = id;
+  });
+
+  registerRoutes(app, {
+    cfg,
+    registry,
+    version: {
+      app: APP_NAME,
+      version: APP_VERSION,
+      build: process.env.GIT_VERSION ?? 'n/a',
+      commit: process.env.GIT_COMMIT ?? 'n/a',
+    },
+  });
+  // The spec's document path, next to the kit's /_swagger/json and /_swagger/yaml.
+  const swaggerOf = app as unknown as { swagger(o: { yaml: true }): string };
+  app.get('/_swagger/swagger.yaml', { schema: { hide: true } as object }, async (_req, reply) =>
+    reply.type('application/yaml; charset=utf-8').send(swaggerOf.swagger({ yaml: true })),
+  );
+
+  return {
+    app,
+    pool,
+    registry,
+    async start() {
+      await pool.start();
+      registry.startBackground();
+    },
+    async close() {
+      await registry.close();
+      await pool.close();
+    },
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * Exact u64 on the wire. Request bodies are parsed twice: first by Fastify's secure parser (syntax and
+ * prototype-poisoning checks), then losslessly so integers above 2^53 keep every digit (they arrive in
+ * handlers as decimal strings, which the `U64` schema accepts). Responses are written with a lossless
+ * serializer so `bigint` values become exact JSON integers.
+ */
+import { type ServiceApp, Type } from '@rgbx/service-kit';
+import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
+import { E } from './errors.ts';
+
+const U64_MAX = 2n ** 64n - 1n;
+
+/** A u64 in a request: a JSON integer (exact up to 2^64−1) or, equivalently, a decimal string. */
+export const U64 = Type.Union(
+  [
+    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' }),
+  ],
+  { description: 'u64: a JSON integer (exact up to 18446744073709551615); a decimal string is accepted too' },
+);
+
+/** Converts a validated U64 request value to bigint; rejects values above 2^64−1 with a clear message. */
+export function toU64(value: number | string, field: string): bigint {
+  const v = BigInt(value);
+  if (v > U64_MAX) throw E.BAD_INPUT.create(`${field} must be at most ${U64_MAX}, got ${value}`);
+  return v;
+}
+
+/** Number parser for lossless-json: safe numbers as numbers, unsafe integers as digit strings. */
+function parseNumber(text: string): number | string {
+  const n = Number(text);
+  if (Number.isSafeInteger(n) || !/^-?\d+$/.test(text)) return n;
+  return text;
+}
+
+type JsonParser = (req: unknown, body: string, done: (err: Error | null, value?: unknown) => void) => void;
+
+/** Installs the lossless `application/json` parser on `app` (replacing the kit's). */
+export function installLosslessJson(app: ServiceApp, bodyLimit: number): void {
+  const secure = app.getDefaultJsonParser('error', 'error') as unknown as JsonParser;
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (req, body, done) => {
+    const text = body as string;
+    if (text.trim().length === 0) {
+      done(null, undefined);
+      return;
+    }
+    secure(req, text, (err) => {
+      if (err) {
+        done(E.BAD_INPUT.create(err.message));
+        return;
+      }
+      try {
+        done(null, losslessParse(text, undefined, parseNumber));
+      } catch (e) {
+        done(E.BAD_INPUT.create((e as Error).message));
+      }
+    });
+  });
+}
+
+/** JSON text with bigint values as exact integers. */
+export function toJson(value: unknown): string {
+  return losslessStringify(value ?? null) ?? 'null';
+}
+
+const CAMEL_KEY = /^[a-z][a-zA-Z0-9]*$/;
+
+/**
+ * rgb-lib's camelCase keys → the reference's snake_case. Only keys that look like field names change:
+ * enum tags (`Fungible`, `WaitingCounterparty`) start uppercase and map keys (asset ids `rgb:…`, indexes)
+ * do not match, so they stay as they are.
+ */
+export function snakeKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    const key = CAMEL_KEY.test(k) ? k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) : k;
+    out[key] = snakeKeys(v);
+  }
+  return out;
+}

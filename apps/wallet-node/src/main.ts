@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createLogger, formatConfigError, loadTomlConfig, runService } from '@rgbx/service-kit';
+import { buildWalletNode } from './app.ts';
+import { WalletNodeConfig } from './config.ts';
+import { lockDataDir } from './lock.ts';
+import { checkIndexer } from './preflight.ts';
+import { WalletRegistry } from './wallets.ts';
+
+const USAGE = 'usage: rgbx-wallet-node -c config.toml   (see apps/wallet-node/README.md)';
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({
+    options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (v.help) {
+    console.info(USAGE);
+    return;
+  }
+  const file = v.config ?? 'config.toml';
+  const cfg = loadTomlConfig(WalletNodeConfig, { file });
+  cfg.wallet.data_dir = resolve(cfg.wallet.data_dir);
+  const logger = createLogger({ name: 'wallet-node', destination: 2 });
+  try {
+    mkdirSync(cfg.wallet.data_dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new Error(
+      `wallet.data_dir: cannot create ${cfg.wallet.data_dir}: ${(err as NodeJS.ErrnoException).code}`,
+    );
+  }
+  const release = lockDataDir(cfg.wallet.data_dir);
+  process.once('exit', release);
+  const cleared = WalletRegistry.clearStaleLocks(cfg.wallet.data_dir);
+  if (cleared > 0) logger.warn({ cleared }, 'removed stale rgb_runtime.lock files left by a crash');
+  if (cfg.wallet.check_indexer_at_start) {
+    const indexer = await checkIndexer(cfg.wallet.indexer_address);
+    logger.info({ indexer }, 'indexer answers');
+  }
+  const node = buildWalletNode(cfg, logger);
+  await node.start();
+  const running = await runService({
+    app: node.app,
+    host: cfg.api.listen_address,
+    port: cfg.api.port,
+    logger,
+    onShutdown: async () => {
+      await node.close();
+      release();
+    },
+  });
+  process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.address.url })}\n`);
+}
+
+main().catch((err: Error) => {
+  const msg = err.name === 'ConfigError' ? formatConfigError(err) : err.message;
+  console.error(`rgbx-wallet-node: ${msg}`);
+  process.exit(1);
+});

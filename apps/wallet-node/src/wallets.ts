@@ -1,0 +1,236 @@
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { openWallet, type RgbWallet, RgbWalletClosedError } from '@rgbx/rgb';
+import type { Logger } from '@rgbx/service-kit';
+import { NETWORKS, type WalletNodeConfig } from './config.ts';
+import { E } from './errors.ts';
+import type { WalletIdentity } from './identity.ts';
+import type { Priority, Slot, WorkerPool } from './pool.ts';
+
+type WitnessVersion = 'Taproot' | 'SegWitV0';
+
+interface Manifest {
+  bitcoin_network?: string;
+  account_xpub_vanilla?: string;
+  account_xpub_colored?: string;
+  witness_version?: WitnessVersion;
+}
+
+/** A wallet context: which child owns it, its open handle (if any) and whether it went online. */
+export interface WalletContext {
+  readonly id: WalletIdentity;
+  readonly slot: Slot;
+  witnessVersion: WitnessVersion;
+  wallet: RgbWallet | null;
+  online: boolean;
+  lastUsed: number;
+}
+
+function readManifest(dir: string): Manifest | undefined {
+  const p = join(dir, 'wallet_manifest.json');
+  if (!existsSync(p)) return undefined;
+  try {
+    return JSON.parse(readFileSync(p, 'utf8')) as Manifest;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Wallet contexts by fingerprint. A wallet is the triple (fingerprint, xpub-van, xpub-col): a known
+ * fingerprint asked for with other xpubs is refused (409), whether the wallet is in memory or only on disk.
+ * Each wallet is owned by exactly one child; its calls go through that child's queue one at a time.
+ */
+export class WalletRegistry {
+  readonly #cfg: WalletNodeConfig['wallet'];
+  readonly #pool: WorkerPool;
+  readonly #log: Logger;
+  readonly #contexts = new Map<string, WalletContext>();
+  readonly #timers: NodeJS.Timeout[] = [];
+
+  constructor(cfg: WalletNodeConfig['wallet'], pool: WorkerPool, log: Logger) {
+    this.#cfg = cfg;
+    this.#pool = pool;
+    this.#log = log;
+    for (const slot of pool.slots) {
+      // A child that died (a Rust panic aborts it) took its wallets with it: they reopen on next use.
+      slot.host.on('child-exit', (e) => {
+        let n = 0;
+        for (const ctx of this.#contexts.values()) {
+          if (ctx.slot === slot && ctx.wallet) {
+            ctx.wallet = null;
+            ctx.online = false;
+            n++;
+          }
+        }
+        this.#log.warn(
+          { slot: slot.index, code: e.code, signal: e.signal, wallets: n },
+          'rgb-lib child exited',
+        );
+      });
+    }
+  }
+
+  /** Deletes `rgb_runtime.lock` left by a crashed process in every wallet dir (we hold the data_dir lock). */
+  static clearStaleLocks(dataDir: string): number {
+    let n = 0;
+    for (const e of readdirSync(dataDir, { withFileTypes: true })) {
+      const lock = join(dataDir, e.name, 'rgb_runtime.lock');
+      if (e.isDirectory() && existsSync(join(dataDir, e.name, 'wallet_manifest.json')) && existsSync(lock)) {
+        rmSync(lock, { force: true });
+        n++;
+      }
+    }
+    return n;
+  }
+
+  get size(): number {
+    return this.#contexts.size;
+  }
+
+  /** The context for these headers, created on first use; 409 if the fingerprint belongs to other xpubs. */
+  resolve(id: WalletIdentity): WalletContext {
+    const known = this.#contexts.get(id.fingerprint);
+    if (known) {
+      if (known.id.xpubVanilla !== id.xpubVanilla || known.id.xpubColored !== id.xpubColored) {
+        throw E.WALLET_MISMATCH.create(id.fingerprint);
+      }
+      return known;
+    }
+    const manifest = readManifest(join(this.#cfg.data_dir, id.fingerprint));
+    if (manifest) {
+      if (
+        manifest.account_xpub_vanilla !== id.xpubVanilla ||
+        manifest.account_xpub_colored !== id.xpubColored
+      ) {
+        throw E.WALLET_MISMATCH.create(id.fingerprint);
+      }
+      if (manifest.bitcoin_network && manifest.bitcoin_network !== NETWORKS[this.#cfg.network]) {
+        throw E.WALLET_MISMATCH.createWith(
+          { details: { wallet_network: manifest.bitcoin_network, service_network: this.#cfg.network } },
+          id.fingerprint,
+        );
+      }
+    }
+    const slot = this.#pool.leastLoaded();
+    slot.wallets.add(id.fingerprint);
+    const ctx: WalletContext = {
+      id,
+      slot,
+      // An existing wallet keeps the witness version its manifest pins; new ones get the configured one.
+      witnessVersion: manifest?.witness_version ?? this.#cfg.witness_version,
+      wallet: null,
+      online: false,
+      lastUsed: Date.now(),
+    };
+    this.#contexts.set(id.fingerprint, ctx);
+    return ctx;
+  }
+
+  /**
+   * Runs `fn` on the wallet inside its child's queue: opens it if needed, goes online if `online`.
+   * Calls on one wallet are serialized; wallets in different children run in parallel.
+   */
+  use<T>(
+    ctx: WalletContext,
+    opts: { online: boolean; priority?: Priority },
+    fn: (w: RgbWallet) => Promise<T>,
+  ): Promise<T> {
+    ctx.lastUsed = Date.now();
+    return ctx.slot.run(opts.priority ?? 'foreground', async () => {
+      const w = await this.#ensure(ctx, opts.online);
+      try {
+        return await fn(w);
+      } catch (err) {
+        if (err instanceof RgbWalletClosedError) {
+          ctx.wallet = null;
+          ctx.online = false;
+        }
+        throw err;
+      } finally {
+        ctx.lastUsed = Date.now();
+      }
+    });
+  }
+
+  async #ensure(ctx: WalletContext, online: boolean): Promise<RgbWallet> {
+    if (!ctx.wallet || !ctx.slot.host.isOpen(ctx.wallet.handle)) {
+      ctx.online = false;
+      ctx.wallet = await openWallet({
+        dataDir: this.#cfg.data_dir,
+        network: NETWORKS[this.#cfg.network],
+        keys: {
+          accountXpubVanilla: ctx.id.xpubVanilla,
+          accountXpubColored: ctx.id.xpubColored,
+          masterFingerprint: ctx.id.fingerprint,
+          witnessVersion: ctx.witnessVersion,
+        },
+        maxAllocationsPerUtxo: 1,
+        supportedSchemas: ['Nia', 'Cfa', 'Uda'],
+        host: ctx.slot.host,
+      });
+    }
+    if (online && !ctx.online) {
+      await ctx.wallet.goOnline({
+        indexerUrl: this.#cfg.indexer_address,
+        skipConsistencyCheck: false,
+        vanillaSyncLookback: 20,
+      });
+      ctx.online = true;
+    }
+    return ctx.wallet;
+  }
+
+  /** Removes the context from memory (the reference's drop); the data on disk stays. */
+  async drop(ctx: WalletContext, priority: Priority = 'foreground'): Promise<void> {
+    await ctx.slot.run(priority, async () => {
+      const w = ctx.wallet;
+      ctx.wallet = null;
+      ctx.online = false;
+      if (w && ctx.slot.host.isOpen(w.handle)) await w.drop();
+    });
+    this.#contexts.delete(ctx.id.fingerprint);
+    ctx.slot.wallets.delete(ctx.id.fingerprint);
+  }
+
+  /** Idle closing and the optional background refresh; both run at background priority. */
+  startBackground(): void {
+    const idleMs = this.#cfg.idle_timeout_secs * 1000;
+    if (idleMs > 0) {
+      const t = setInterval(
+        () => {
+          const now = Date.now();
+          for (const ctx of [...this.#contexts.values()]) {
+            if (now - ctx.lastUsed > idleMs && ctx.slot.queued === 0) {
+              this.drop(ctx, 'background').catch((err: Error) =>
+                this.#log.warn({ err: err.message }, 'idle drop failed'),
+              );
+            }
+          }
+        },
+        Math.min(idleMs, 30_000),
+      );
+      t.unref();
+      this.#timers.push(t);
+    }
+    const refreshMs = this.#cfg.refresh_interval_secs * 1000;
+    if (refreshMs > 0) {
+      const t = setInterval(() => {
+        for (const ctx of this.#contexts.values()) {
+          if (!ctx.online || ctx.slot.queued > 0) continue;
+          this.use(ctx, { online: true, priority: 'background' }, (w) => w.refresh(null, [], false)).catch(
+            (err: Error) =>
+              this.#log.warn({ wallet: ctx.id.fingerprint, err: err.message }, 'background refresh failed'),
+          );
+        }
+      }, refreshMs);
+      t.unref();
+      this.#timers.push(t);
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.#timers) clearInterval(t);
+    await Promise.allSettled([...this.#contexts.values()].map((ctx) => this.drop(ctx)));
+  }
+}

@@ -1,0 +1,305 @@
+/**
+ * Request and response schemas of the wallet node (wallet-node-service.md), defined once: the service
+ * validates and documents with them, the SDK takes its types from them. Field names are the reference's
+ * snake_case; request bodies also accept the legacy camelCase spellings listed next to each field.
+ * u64 amounts are exact JSON integers (a decimal string is accepted in requests too).
+ */
+import { type Static, Type } from 'typebox';
+
+export type { Static };
+
+export const U64 = Type.Union(
+  [
+    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' }),
+  ],
+  { description: 'u64: a JSON integer (exact up to 18446744073709551615); a decimal string is accepted too' },
+);
+/** u64 in a response: always a JSON integer, exact. */
+const U64Out = Type.Integer({ minimum: 0, description: 'u64, exact JSON integer' });
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+// ---------- requests ----------
+
+export const AssetIdRequest = Type.Object(
+  {
+    asset_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    assetId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'legacy spelling of asset_id' }),
+    ),
+  },
+  { $id: 'AssetIdRequest' },
+);
+
+export const FailTransfersRequest = Type.Object(
+  {
+    batch_transfer_idx: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 2147483647 }))),
+    batchTransferIdx: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 2147483647 }))),
+    no_asset_only: Type.Optional(Type.Boolean({ default: false })),
+    noAssetOnly: Type.Optional(Type.Boolean()),
+    skip_sync: Type.Optional(Type.Boolean({ default: false })),
+    skipSync: Type.Optional(Type.Boolean()),
+  },
+  { $id: 'FailTransfersRequest' },
+);
+
+export const CreateUtxosBeginRequest = Type.Object(
+  {
+    up_to: Type.Optional(Type.Boolean({ default: false })),
+    upTo: Type.Optional(Type.Boolean()),
+    num: Type.Optional(Type.Integer({ minimum: 1, maximum: 255, default: 5 })),
+    size: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 4294967295, default: 1000, description: 'sats per UTXO' }),
+    ),
+    fee_rate: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'sat/vB' }),
+    ),
+    feeRate: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    skip_sync: Type.Optional(Type.Boolean({ default: false })),
+  },
+  { $id: 'CreateUtxosBeginRequest' },
+);
+
+export const SignedPsbtRequest = Type.Object(
+  {
+    signed_psbt: Type.Optional(
+      Type.String({ minLength: 1, description: 'base64 PSBT, signed (and preferably finalized)' }),
+    ),
+    signedPsbt: Type.Optional(Type.String({ minLength: 1, description: 'legacy spelling of signed_psbt' })),
+  },
+  { $id: 'SignedPsbtRequest' },
+);
+
+export const IssueAssetNiaRequest = Type.Object(
+  {
+    ticker: Type.String({ minLength: 1, maxLength: 8 }),
+    name: Type.String({ minLength: 1, maxLength: 256 }),
+    precision: Type.Optional(Type.Integer({ minimum: 0, maximum: 18, default: 0 })),
+    amounts: Type.Array(U64, { minItems: 1, maxItems: 64 }),
+  },
+  { $id: 'IssueAssetNiaRequest' },
+);
+
+export const BlindReceiveRequest = Type.Object(
+  {
+    asset_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    assetId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    amount: Type.Optional(Nullable(U64)),
+    duration_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 31_536_000, default: 3600 })),
+    durationSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 31_536_000 })),
+    min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255, default: 1 })),
+    minConfirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255 })),
+  },
+  { $id: 'BlindReceiveRequest' },
+);
+
+export const Recipient = Type.Object(
+  {
+    recipient_id: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    recipientId: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    amount: U64,
+    transport_endpoints: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 300 }), { maxItems: 3 }),
+    ),
+    transportEndpoints: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 300 }), { maxItems: 3 }),
+    ),
+    witness_data: Type.Optional(
+      Nullable(
+        Type.Object({
+          amount_sat: U64,
+          blinding: Type.Optional(Nullable(U64)),
+        }),
+      ),
+    ),
+  },
+  { description: 'one recipient of an asset' },
+);
+
+export const SendBeginRequest = Type.Object(
+  {
+    recipient_map: Type.Optional(
+      Type.Record(Type.String(), Type.Array(Recipient, { minItems: 1, maxItems: 64 })),
+    ),
+    recipientMap: Type.Optional(
+      Type.Record(Type.String(), Type.Array(Recipient, { minItems: 1, maxItems: 64 })),
+    ),
+    donation: Type.Optional(Type.Boolean({ default: false })),
+    fee_rate: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'sat/vB' }),
+    ),
+    feeRate: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255, default: 1 })),
+    minConfirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255 })),
+    expiration_timestamp: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          'unix seconds; should be the invoice expiry. Default: now + 3600 (rgb-lib 0.3 requires one)',
+      }),
+    ),
+  },
+  { $id: 'SendBeginRequest' },
+);
+
+// ---------- responses ----------
+
+export const Balance = Type.Object(
+  { settled: U64Out, future: U64Out, spendable: U64Out },
+  { $id: 'Balance' },
+);
+export const BtcBalance = Type.Object(
+  { vanilla: Type.Ref('Balance'), colored: Type.Ref('Balance') },
+  { $id: 'BtcBalance' },
+);
+export const RegisterResponse = Type.Object(
+  { address: Type.String(), btc_balance: Type.Ref('BtcBalance') },
+  { $id: 'RegisterResponse' },
+);
+export const Media = Type.Object(
+  { file_path: Type.String(), digest: Type.String(), mime: Type.String() },
+  { $id: 'Media', additionalProperties: true },
+);
+export const AssetNia = Type.Object(
+  {
+    asset_id: Type.String(),
+    ticker: Type.String(),
+    name: Type.String(),
+    details: Nullable(Type.String()),
+    precision: Type.Integer(),
+    issued_supply: U64Out,
+    timestamp: Type.Integer({ description: 'unix seconds' }),
+    added_at: Type.Integer({ description: 'unix seconds' }),
+    balance: Type.Ref('Balance'),
+    media: Nullable(Type.Ref('Media')),
+  },
+  { $id: 'AssetNia' },
+);
+export const Assets = Type.Object(
+  {
+    nia: Nullable(Type.Array(Type.Ref('AssetNia'))),
+    uda: Nullable(Type.Array(Type.Unknown())),
+    cfa: Nullable(Type.Array(Type.Unknown())),
+    ifa: Type.Optional(Nullable(Type.Array(Type.Unknown()))),
+  },
+  { $id: 'Assets' },
+);
+export const ReceiveData = Type.Object(
+  {
+    invoice: Type.String(),
+    recipient_id: Type.String(),
+    expiration_timestamp: Nullable(Type.Integer({ description: 'unix seconds' })),
+    batch_transfer_idx: Type.Integer(),
+  },
+  { $id: 'ReceiveData' },
+);
+export const SendResult = Type.Object(
+  { txid: Type.String(), batch_transfer_idx: Type.Integer() },
+  { $id: 'SendResult' },
+);
+const Assignment = Type.Unknown({
+  description: 'externally tagged: "Any", "NonFungible", {"Fungible": u64}, {"InflationRight": u64}',
+});
+export const Unspent = Type.Object(
+  {
+    utxo: Type.Object(
+      {
+        outpoint: Type.Object({ txid: Type.String(), vout: Type.Integer() }),
+        btc_amount: U64Out,
+        colorable: Type.Boolean(),
+        exists: Type.Boolean(),
+      },
+      { additionalProperties: true },
+    ),
+    rgb_allocations: Type.Array(
+      Type.Object(
+        { asset_id: Nullable(Type.String()), assignment: Assignment, settled: Type.Boolean() },
+        { additionalProperties: true },
+      ),
+    ),
+    pending_blinded: Type.Optional(Type.Integer()),
+  },
+  { $id: 'Unspent', additionalProperties: true },
+);
+export const Transaction = Type.Object(
+  {
+    transaction_type: Type.String({ description: 'RgbSend, Drain, CreateUtxos, SendBtc or Incoming' }),
+    txid: Type.String(),
+    received: U64Out,
+    sent: U64Out,
+    fee: U64Out,
+    confirmation_time: Nullable(Type.Object({ height: Type.Integer(), timestamp: Type.Integer() })),
+  },
+  { $id: 'Transaction', additionalProperties: true },
+);
+export const Transfer = Type.Object(
+  {
+    idx: Type.Integer(),
+    batch_transfer_idx: Type.Integer(),
+    created_at: Type.Integer(),
+    updated_at: Type.Integer(),
+    status: Type.String({
+      description:
+        'Initiated, WaitingCounterparty, WaitingSafeHeight, WaitingBroadcast, WaitingConfirmations, Settled, Failed',
+    }),
+    requested_assignment: Type.Optional(Nullable(Assignment)),
+    assignments: Type.Array(Assignment),
+    kind: Type.String({ description: 'Issuance, ReceiveBlind, ReceiveWitness, Send, Inflation, Burn' }),
+    txid: Nullable(Type.String()),
+    recipient_id: Nullable(Type.String()),
+    receive_utxo: Type.Optional(Nullable(Type.Object({ txid: Type.String(), vout: Type.Integer() }))),
+    change_utxo: Type.Optional(Nullable(Type.Object({ txid: Type.String(), vout: Type.Integer() }))),
+    expiration_timestamp: Type.Optional(Nullable(Type.Integer())),
+    transport_endpoints: Type.Array(
+      Type.Object({ endpoint: Type.String(), transport_type: Type.String(), used: Type.Boolean() }),
+    ),
+    invoice_string: Type.Optional(Nullable(Type.String())),
+    consignment_path: Type.Optional(Nullable(Type.String())),
+  },
+  { $id: 'Transfer', additionalProperties: true },
+);
+export const VersionInfo = Type.Object(
+  { app: Type.String(), version: Type.String(), build: Type.String(), commit: Type.String() },
+  { $id: 'VersionInfo' },
+);
+export const WalletErrorEnvelope = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.Integer({ description: '500, 1000–1013: see the README error table' }),
+      status: Type.String(),
+      message: Type.String(),
+      details: Type.Record(Type.String(), Type.Unknown()),
+    }),
+  },
+  { $id: 'WalletErrorEnvelope' },
+);
+
+/** Every shared schema, for `app.addSchema` (named components in the OpenAPI document). */
+export const WALLET_NODE_SCHEMAS = [
+  Balance,
+  BtcBalance,
+  RegisterResponse,
+  Media,
+  AssetNia,
+  Assets,
+  ReceiveData,
+  SendResult,
+  Unspent,
+  Transaction,
+  Transfer,
+  VersionInfo,
+  WalletErrorEnvelope,
+] as const;
+
+export type BalanceT = { settled: bigint; future: bigint; spendable: bigint };
+export type BtcBalanceT = { vanilla: BalanceT; colored: BalanceT };
+export type RegisterResponseT = { address: string; btc_balance: BtcBalanceT };
+export type ReceiveDataT = Static<typeof ReceiveData>;
+export type SendResultT = Static<typeof SendResult>;
+export type VersionInfoT = Static<typeof VersionInfo>;
+export type IssueAssetNiaRequestT = Static<typeof IssueAssetNiaRequest>;
+export type BlindReceiveRequestT = Static<typeof BlindReceiveRequest>;
+export type SendBeginRequestT = Static<typeof SendBeginRequest>;
+export type CreateUtxosBeginRequestT = Static<typeof CreateUtxosBeginRequest>;
+export type FailTransfersRequestT = Static<typeof FailTransfersRequest>;
+export type WalletErrorEnvelopeT = Static<typeof WalletErrorEnvelope>;
