@@ -18,11 +18,17 @@ export function writeNodeConfig(
   info: DevnetInfo,
   extra: Record<string, string | number> = {},
 ): string {
+  // `extra` keys go to [wallet]; keys written `api.x` go to [api].
+  const fmt = ([k, v]: [string, string | number]) =>
+    `${k.replace(/^api\./, '')} = ${typeof v === 'string' ? `"${v}"` : v}`;
+  const api = Object.entries(extra).filter(([k]) => k.startsWith('api.'));
+  const wallet = Object.entries(extra).filter(([k]) => !k.startsWith('api.'));
   const rpc = new URL(info.bitcoind.rpc_url);
   const lines = [
     '[api]',
     'listen_address = "127.0.0.1"',
     'port = 0',
+    ...api.map(fmt),
     '',
     '[wallet]',
     `data_dir = "${join(dir, 'data')}"`,
@@ -32,7 +38,7 @@ export function writeNodeConfig(
     `btc_rpc_password = "${info.bitcoind.rpc_password}"`,
     `indexer_address = "${info.electrum}"`,
     `proxy_address = ["${info.proxy}"]`,
-    ...Object.entries(extra).map(([k, v]) => `${k} = ${typeof v === 'string' ? `"${v}"` : v}`),
+    ...wallet.map(fmt),
   ];
   const file = join(dir, 'wallet-node.toml');
   writeFileSync(file, `${lines.join('\n')}\n`);
