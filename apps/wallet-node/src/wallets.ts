@@ -24,6 +24,8 @@ export interface WalletContext {
   wallet: RgbWallet | null;
   online: boolean;
   lastUsed: number;
+  /** Set when the context is dropped; calls still queued for it move to the live context. */
+  dropped: boolean;
 }
 
 function readManifest(dir: string): Manifest | undefined {
@@ -46,6 +48,11 @@ export class WalletRegistry {
   readonly #pool: WorkerPool;
   readonly #log: Logger;
   readonly #contexts = new Map<string, WalletContext>();
+  /**
+   * A fingerprint's child never changes, even across drop/re-register: two contexts of one wallet can then
+   * only meet in the same child's queue, which serializes them (never two owners at once).
+   */
+  readonly #slotOf = new Map<string, Slot>();
   readonly #timers: NodeJS.Timeout[] = [];
 
   constructor(cfg: WalletNodeConfig['wallet'], pool: WorkerPool, log: Logger) {
@@ -112,7 +119,8 @@ export class WalletRegistry {
         );
       }
     }
-    const slot = this.#pool.leastLoaded();
+    const slot = this.#slotOf.get(id.fingerprint) ?? this.#pool.leastLoaded();
+    this.#slotOf.set(id.fingerprint, slot);
     slot.wallets.add(id.fingerprint);
     const ctx: WalletContext = {
       id,
@@ -122,6 +130,7 @@ export class WalletRegistry {
       wallet: null,
       online: false,
       lastUsed: Date.now(),
+      dropped: false,
     };
     this.#contexts.set(id.fingerprint, ctx);
     return ctx;
@@ -183,14 +192,15 @@ export class WalletRegistry {
 
   /** Removes the context from memory (the reference's drop); the data on disk stays. */
   async drop(ctx: WalletContext, priority: Priority = 'foreground'): Promise<void> {
+    if (this.#contexts.get(ctx.id.fingerprint) === ctx) this.#contexts.delete(ctx.id.fingerprint);
+    ctx.dropped = true;
     await ctx.slot.run(priority, async () => {
       const w = ctx.wallet;
       ctx.wallet = null;
       ctx.online = false;
       if (w && ctx.slot.host.isOpen(w.handle)) await w.drop();
     });
-    this.#contexts.delete(ctx.id.fingerprint);
-    ctx.slot.wallets.delete(ctx.id.fingerprint);
+    if (!this.#contexts.has(ctx.id.fingerprint)) ctx.slot.wallets.delete(ctx.id.fingerprint);
   }
 
   /** Idle closing and the optional background refresh; both run at background priority. */
@@ -201,7 +211,7 @@ export class WalletRegistry {
         () => {
           const now = Date.now();
           for (const ctx of [...this.#contexts.values()]) {
-            if (now - ctx.lastUsed > idleMs && ctx.slot.queued === 0) {
+            if (now - ctx.lastUsed > idleMs && ctx.slot.queued === 0 && ctx.wallet) {
               this.drop(ctx, 'background').catch((err: Error) =>
                 this.#log.warn({ err: err.message }, 'idle drop failed'),
               );
