@@ -1,0 +1,38 @@
+export type { BytesLike, Hex } from '../bytes.ts';
+export { ChainInputError, VerificationError } from '../errors.ts';
+export type { EvmRpcErrorCode } from './allowance.ts';
+export { EvmRpcError, evmRpcCall, readErc20Allowance } from './allowance.ts';
+export type {
+  EvmAddress,
+  Permit2Domain,
+  Permit2Message,
+  Permit2Params,
+  Permit2TypedData,
+  Permit2TypedDataJson,
+  SwapIntentInput,
+  SwapIntentWitness,
+} from './permit2.ts';
+export {
+  buildPermit2TypedData,
+  buildSwapIntentWitness,
+  destinationIdHash,
+  PERMIT2_ADDRESS,
+  PERMIT2_SWAP_TYPES,
+  permit2Digest,
+  permit2TypedDataFromJson,
+  permit2TypedDataToJson,
+  permit2WitnessTypeString,
+  requireEvmAddress,
+  SWAP_INTENT_FIELDS,
+  SWAP_INTENT_TYPE_NAME,
+  SWAP_INTENT_WITNESS_TYPE_STRING,
+  swapIntentWitnessHash,
+  uuidToBytes32,
+} from './permit2.ts';
+export type { RecoverableSignature, VerifiedPermit2 } from './signature.ts';
+export {
+  normalizeEvmSignature,
+  parseRecoverableSignature,
+  serializeRecoverableSignature,
+  verifyPermit2Signature,
+} from './signature.ts';

@@ -1,0 +1,10 @@
+export type { BytesLike, Hex } from '../bytes.ts';
+export { ChainInputError, VerificationError } from '../errors.ts';
+export type { CosignTransaction, CosignTxParams, CosignVerificationCode, VerifiedCosign } from './cosign.ts';
+export {
+  buildCosignTransaction,
+  COSIGN_POSITIONS,
+  MEMO_PROGRAM_ADDRESS,
+  SYSTEM_PROGRAM_ADDRESS,
+  verifyCosignTransaction,
+} from './cosign.ts';

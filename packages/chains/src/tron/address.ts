@@ -1,0 +1,126 @@
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { keccak_256 } from '@noble/hashes/sha3.js';
+import { createBase58check } from '@scure/base';
+import { type BytesLike, hex, preview, toBytes } from '../bytes.ts';
+import { ChainInputError } from '../errors.ts';
+import type { EvmAddress } from '../evm/permit2.ts';
+
+/** base58check = base58(payload ‖ first 4 bytes of sha256(sha256(payload))). */
+const base58check = createBase58check(sha256);
+
+/** First byte of every Tron account/contract address. */
+export const TRON_ADDRESS_PREFIX = 0x41;
+
+function decode(address: unknown, field: string): Uint8Array {
+  if (typeof address !== 'string' || !/^T[1-9A-HJ-NP-Za-km-z]{33}$/.test(address))
+    throw new ChainInputError(
+      field,
+      `expected a Tron base58 address (34 characters starting with T), received ${preview(address)}`,
+    );
+  let bytes: Uint8Array;
+  try {
+    bytes = base58check.decode(address);
+  } catch {
+    throw new ChainInputError(field, `base58check checksum does not match in ${preview(address)}`);
+  }
+  if (bytes.length !== 21 || bytes[0] !== TRON_ADDRESS_PREFIX)
+    throw new ChainInputError(
+      field,
+      `expected 21 bytes starting with 0x41, received ${bytes.length} bytes starting with 0x${hex(bytes.subarray(0, 1))}`,
+    );
+  return bytes;
+}
+
+/**
+ * True for a valid Tron base58check address (`T…`, 21 bytes, 0x41 prefix).
+ *
+ * @example
+ * isTronAddress('TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t') // true
+ */
+export function isTronAddress(address: string): boolean {
+  try {
+    decode(address, 'address');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Tron base58 address → 21-byte hex with the 41 prefix, lower case, no `0x` (Tron's "hex address").
+ *
+ * @example
+ * tronAddressToHex('TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t') // '41a614f803b6fd780986a42c78ec9c7f77e6ded13c'
+ */
+export function tronAddressToHex(address: string): string {
+  return hex(decode(address, 'address'));
+}
+
+/**
+ * Tron base58 address → 20-byte `0x` EVM-style address (the 41 prefix dropped), as used in TIP-712.
+ *
+ * @example
+ * tronAddressToEvm('TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t') // '0xa614f803b6fd780986a42c78ec9c7f77e6ded13c'
+ */
+export function tronAddressToEvm(address: string): EvmAddress {
+  return `0x${hex(decode(address, 'address').subarray(1))}`;
+}
+
+/**
+ * Hex → Tron base58 address. Accepts 21 bytes with the 41 prefix (`41…` or `0x41…`) or 20 bytes
+ * (`0x…`, an EVM-style address, to which 41 is prepended).
+ *
+ * @example
+ * tronAddressFromHex('41a614f803b6fd780986a42c78ec9c7f77e6ded13c') // 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t'
+ */
+export function tronAddressFromHex(value: string): string {
+  if (typeof value !== 'string')
+    throw new ChainInputError('address', `expected hex text, received ${typeof value}`);
+  const body = toBytes(value, 'address');
+  let payload: Uint8Array;
+  if (body.length === 20) {
+    payload = new Uint8Array(21);
+    payload[0] = TRON_ADDRESS_PREFIX;
+    payload.set(body, 1);
+  } else if (body.length === 21 && body[0] === TRON_ADDRESS_PREFIX) {
+    payload = body;
+  } else {
+    throw new ChainInputError(
+      'address',
+      `expected 20 bytes or 21 bytes starting with 41, received ${body.length} bytes: ${preview(value)}`,
+    );
+  }
+  return base58check.encode(payload);
+}
+
+/**
+ * Tron address of a secp256k1 public key: keccak256 of the 64-byte uncompressed key (without the 0x04
+ * byte), last 20 bytes, prefixed with 0x41, base58check.
+ *
+ * @example
+ * tronAddressFromPublicKey(secp256k1.getPublicKey(privateKey, false)) // 'T…'
+ */
+export function tronAddressFromPublicKey(publicKey: BytesLike): string {
+  const raw = toBytes(publicKey, 'publicKey');
+  if (raw.length !== 33 && raw.length !== 65)
+    throw new ChainInputError(
+      'publicKey',
+      `expected 33 (compressed) or 65 (uncompressed) bytes, received ${raw.length}`,
+    );
+  let uncompressed: Uint8Array;
+  try {
+    uncompressed = secp256k1.Point.fromBytes(raw).toBytes(false);
+  } catch {
+    throw new ChainInputError('publicKey', `not a point on secp256k1: ${preview(hex(raw))}`);
+  }
+  const payload = new Uint8Array(21);
+  payload[0] = TRON_ADDRESS_PREFIX;
+  payload.set(keccak_256(uncompressed.subarray(1)).subarray(12), 1);
+  return base58check.encode(payload);
+}
+
+/** Canonical form of a Tron address (validates the checksum; base58 is case-sensitive, so this is identity). */
+export function requireTronAddress(address: unknown, field: string): string {
+  return base58check.encode(decode(address, field));
+}
