@@ -1,0 +1,59 @@
+// Writes each service's OpenAPI document to specs/<service>.openapi.json from its built app (the TypeBox
+// route schemas are the source). `--check` fails when a committed spec differs from the code (CI drift check).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const check = process.argv.includes('--check');
+
+/** Each entry builds an app without starting anything (no listeners, no children) and returns its document. */
+const services = {
+  'wallet-node': async () => {
+    const { buildWalletNode } = await import('@rgbx/wallet-node');
+    const { createLogger } = await import('@rgbx/service-kit');
+    const cfg = {
+      api: { listen_address: '127.0.0.1', port: 3000, body_limit_bytes: 5242880 },
+      wallet: {
+        data_dir: '/nonexistent',
+        network: 'regtest',
+        btc_rpc_address: '127.0.0.1:18443',
+        btc_rpc_user: 'u',
+        btc_rpc_password: 'p',
+        indexer_address: 'tcp://127.0.0.1:50001',
+        proxy_address: ['rpc://127.0.0.1:3000/json-rpc'],
+        witness_version: 'Taproot',
+        workers: 1,
+        idle_timeout_secs: 0,
+        refresh_interval_secs: 0,
+        call_timeout_secs: 300,
+        check_indexer_at_start: false,
+      },
+    };
+    const node = buildWalletNode(cfg, createLogger({ name: 'specs', level: 'silent' }));
+    await node.app.ready();
+    const doc = node.app.swagger();
+    await node.app.close();
+    return doc;
+  },
+};
+
+let drift = false;
+for (const [name, build] of Object.entries(services)) {
+  const doc = `${JSON.stringify(await build(), null, 2)}\n`;
+  const file = join(root, 'specs', `${name}.openapi.json`);
+  if (check) {
+    let committed = '';
+    try {
+      committed = readFileSync(file, 'utf8');
+    } catch {}
+    if (committed !== doc) {
+      drift = true;
+      console.error(`specs/${name}.openapi.json is out of date: run "npm run specs" and commit it`);
+    }
+  } else {
+    writeFileSync(file, doc);
+    console.info(`wrote specs/${name}.openapi.json`);
+  }
+}
+process.exit(drift ? 1 : 0);
