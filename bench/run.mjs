@@ -22,6 +22,13 @@ const benches = {
   electrum: benchElectrum,
   goonline: benchGoOnline,
   wallet_node: benchWalletNode,
+  swap: async () => {
+    const r = spawnSync(process.execPath, [fileURLToPath(new URL('./swap.mjs', import.meta.url))], {
+      encoding: 'utf8',
+    });
+    if (r.status !== 0) throw new Error(`bench/swap.mjs failed: ${r.stderr}`);
+    return JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
+  },
   proxy: async () => {
     // proxy.mjs is a standalone script (own flags); run it as a process and keep its JSON.
     const r = spawnSync(process.execPath, [fileURLToPath(new URL('./proxy.mjs', import.meta.url))], {

@@ -1,7 +1,8 @@
 // `npm start`: the devnet plus every service on loopback, in the foreground; Ctrl-C stops everything.
 // Services run from their build output (`tsc -b` runs first) with configs generated under the devnet dir.
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDevnet } from '@rgbx/devnet';
@@ -10,10 +11,16 @@ const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const dir = resolve(process.env.RGBX_DEVNET_DIR ?? join(root, '.devnet'));
 const children = [];
 
-/** Starts a service process and resolves with the URL from its `{"event":"listening"}` stdout line. */
-function startService(name, args) {
+/**
+ * Starts a service process and resolves with what `pick` takes from its first matching stdout JSON line
+ * (default: the URL of the `{"event":"listening","url"}` line every service prints).
+ */
+function startService(name, args, { env, pick = (j) => j.event === 'listening' && j.url } = {}) {
   return new Promise((res, rej) => {
-    const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     children.push(p);
     let out = '';
     let err = '';
@@ -22,8 +29,12 @@ function startService(name, args) {
     });
     p.stdout.on('data', (d) => {
       out += d;
-      const line = out.split('\n').find((l) => l.includes('"listening"'));
-      if (line) res(JSON.parse(line).url);
+      for (const line of out.split('\n')) {
+        try {
+          const v = pick(JSON.parse(line));
+          if (v) return res(v);
+        } catch {}
+      }
     });
     p.once('exit', (code) => rej(new Error(`${name} exited with ${code}:\n${err}`)));
   });
@@ -63,6 +74,31 @@ async function main() {
     '-c',
     join(wn, 'config.toml'),
   ]);
+
+  // Swap service: Bitcoin through the devnet, a local EVM devnode (EthereumJS), Tron and Solana without nodes.
+  const sw = join(dir, 'swap');
+  mkdirSync(sw, { recursive: true });
+  const evm = await startService('evm devnode', [join(root, 'packages/chains/dist/evm-devnode/main.js')], {
+    pick: (j) => j.rpc_url && j,
+  });
+  endpoints.evm_devnode = { rpc_url: evm.rpc_url, chain_id: evm.chain_id };
+  const keyFile = join(sw, 'preimage.key');
+  if (!existsSync(keyFile)) writeFileSync(keyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
+  const swapConfig = readFileSync(join(root, 'apps/swap/config/devnet.toml'), 'utf8')
+    .replace(/^data_dir = .*$/m, `data_dir = "${join(sw, 'data')}"`)
+    .replace(/^port = .*$/m, `port = ${process.env.RGBX_SWAP_PORT ?? 3100}`);
+  writeFileSync(join(sw, 'config.toml'), swapConfig, { mode: 0o600 });
+  endpoints.swap = await startService(
+    'swap service',
+    [join(root, 'apps/swap/dist/main.js'), '-c', join(sw, 'config.toml')],
+    {
+      env: {
+        SWAP_PREIMAGE_KEY: readFileSync(keyFile, 'utf8').trim(),
+        ELECTRUM_URL: info.electrum,
+        EVM_RPC_URL: evm.rpc_url,
+      },
+    },
+  );
 
   console.info(
     `rgbx is up (state in ${dir}); Ctrl-C stops everything\n${JSON.stringify(endpoints, null, 2)}`,

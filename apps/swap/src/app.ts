@@ -1,0 +1,100 @@
+/**
+ * `buildSwapApp`: the swap service as a Fastify app (not listening), for `main.ts`, tests, the
+ * OpenAPI generator and benchmarks. Both surfaces, the resolver API and `/_swagger` share one store,
+ * one lifecycle and one error envelope.
+ */
+import { createLogger, createServer, type Logger, type ServiceApp } from '@rgbx/service-kit';
+import type { Dialect } from '@rgbx/store';
+import { Catalog } from './catalog.ts';
+import { type ChainGateway, createChainGateway } from './chain-gateway.ts';
+import type { SwapConfig } from './config.ts';
+import type { SwapContext } from './context.ts';
+import type { SwapDb } from './database.ts';
+import { ErrorEnvelopeSchema, errorTable, swapEnvelope } from './errors.ts';
+import { createHealthCheck, type HealthCheck } from './health.ts';
+import { transitionTableMarkdown } from './lifecycle.ts';
+import { PreimageVault } from './preimage-vault.ts';
+import { registerResolverApi } from './resolver-api.ts';
+import { buildResolvers, type Resolver } from './resolvers.ts';
+import { registerSurfaceA } from './surface-a.ts';
+import { registerSurfaceB } from './surface-b.ts';
+
+export const SERVICE_VERSION = '0.1.0';
+
+export interface BuildSwapAppOptions {
+  config: SwapConfig;
+  db: SwapDb;
+  dialect: Dialect;
+  logger?: Logger;
+  /** Default: Electrum + JSON-RPC from the configuration. */
+  gateway?: ChainGateway;
+  /** Default: `Date.now`. */
+  now?: () => number;
+  /** Default: the reference resolvers of the configuration. */
+  resolvers?: Resolver[];
+}
+
+export interface SwapApp {
+  app: ServiceApp;
+  ctx: SwapContext;
+  health: HealthCheck;
+}
+
+function description(): string {
+  const codes = errorTable()
+    .map((r) => `| ${r.code} | ${r.type} | ${r.status} | ${r.description} |`)
+    .join('\n');
+  return [
+    'Intent-based swap service. Surface A: root paths, camelCase. Surface B: `/affiliate/v1`, snake_case (Hotpot affiliate API).',
+    'Resolver API: `/resolver/v1`. Every route needs `X-API-Key`.',
+    '',
+    'Errors: `{code, type, message, details?}`.',
+    '',
+    '| code | type | HTTP | meaning |',
+    '|---|---|---|---|',
+    codes,
+    '',
+    'Lifecycle:',
+    '',
+    transitionTableMarkdown(),
+  ].join('\n');
+}
+
+export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
+  const logger = opts.logger ?? createLogger({ name: 'swap', level: 'silent' });
+  const config = opts.config;
+  const ctx: SwapContext = {
+    db: opts.db,
+    dialect: opts.dialect,
+    config,
+    catalog: new Catalog(config.networks, config.tokens),
+    resolvers: opts.resolvers ?? buildResolvers(config.resolvers),
+    vault: new PreimageVault(config.preimageKey),
+    gateway:
+      opts.gateway ??
+      createChainGateway({
+        ...(config.bitcoin.electrum_url ? { electrumUrl: config.bitcoin.electrum_url } : {}),
+        electrumTimeoutMs: config.bitcoin.electrum_timeout_ms,
+      }),
+    now: opts.now ?? Date.now,
+    logger,
+  };
+  const app = createServer({
+    name: 'swap',
+    version: SERVICE_VERSION,
+    logger,
+    bodyLimit: config.body_limit_bytes,
+    envelope: swapEnvelope,
+    swagger: { title: 'rgbx swap service', description: description() },
+  });
+  app.addSchema(ErrorEnvelopeSchema);
+  const health = createHealthCheck(ctx);
+  registerSurfaceA(app, ctx, health);
+  registerSurfaceB(app, ctx, health);
+  registerResolverApi(app, ctx);
+  app.addHook('onClose', async () => {
+    health.markStopping();
+    ctx.gateway.close();
+  });
+  return { app, ctx, health };
+}

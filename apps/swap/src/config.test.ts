@@ -1,0 +1,78 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '@rgbx/service-kit';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config.ts';
+import { testConfigToml } from './test-support.ts';
+
+const KEY = 'ab'.repeat(32);
+
+function issues(text: string): string[] {
+  try {
+    loadConfig({ text }, {});
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues.map((i) => i.message);
+    throw err;
+  }
+  return [];
+}
+
+describe('configuration', () => {
+  it('defaults the database to SQLite in the data dir and reads the preimage key from a file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'swap-cfg-'));
+    writeFileSync(join(dir, 'key'), `${KEY}\n`, { mode: 0o600 });
+    writeFileSync(join(dir, 'swap.toml'), 'data_dir = "state"\npreimage_key_file = "key"\n');
+    const c = loadConfig({ file: join(dir, 'swap.toml') }, {});
+    expect(c.dataDir).toBe(join(dir, 'state'));
+    expect(c.databaseUrl).toBe(`sqlite:${join(dir, 'state', 'swap.db')}`);
+    expect(c.preimageKey.toString('hex')).toBe(KEY);
+    expect(c.port).toBe(3100);
+    expect(c.swap.intent_ttl_secs).toBe(3600);
+  });
+
+  it('takes environment variable references', () => {
+    const c = loadConfig(
+      { text: `preimage_key = "\${SWAP_KEY}"\ndatabase_url = "\${DB:-sqlite::memory:}"` },
+      { SWAP_KEY: KEY },
+    );
+    expect(c.databaseUrl).toBe('sqlite::memory:');
+  });
+
+  it('rejects unknown keys, mistyped values and inconsistent references, naming the key', () => {
+    expect(issues(`preimage_key = "${KEY}"\nportt = 1`)).toEqual([
+      expect.stringMatching(/unknown key "portt"/),
+    ]);
+    expect(issues(`preimage_key = "${KEY}"\n[swap]\nquote_ttl_secs = "x"`)).toEqual([
+      expect.stringMatching(/swap.quote_ttl_secs/),
+    ]);
+    expect(issues('')).toEqual([
+      expect.stringMatching(/exactly one of "preimage_key" and "preimage_key_file"/),
+    ]);
+    expect(issues(`preimage_key = "${KEY}"\n[[networks]]\nid = 5\nname = "e"\ntype = "EVM"`)).toEqual([
+      expect.stringMatching(/networks\[0\].chain_id/),
+      expect.stringMatching(/networks\[0\].permit2_address/),
+      expect.stringMatching(/networks\[0\].escrow_address/),
+      expect.stringMatching(/networks\[0\].rpc_url/),
+    ]);
+    expect(
+      issues(
+        `preimage_key = "${KEY}"\n[[tokens]]\nnetwork_id = 9\nsymbol = "X"\nname = "X"\naddress = "X"\ndecimals = 1`,
+      ),
+    ).toEqual([expect.stringMatching(/unknown network 9/)]);
+  });
+
+  it('accepts the test configuration with its four network types and a reference resolver', () => {
+    const c = loadConfig({ text: testConfigToml({ databaseUrl: 'sqlite::memory:' }) }, {});
+    expect(c.networks.map((n) => n.type)).toEqual(['BITCOIN', 'EVM', 'TRON', 'SOLANA']);
+    expect(c.resolvers[0]!.rates).toHaveLength(5);
+  });
+
+  it('accepts the shipped devnet configuration', () => {
+    const c = loadConfig(
+      { file: new URL('../config/devnet.toml', import.meta.url).pathname },
+      { SWAP_PREIMAGE_KEY: KEY, ELECTRUM_URL: 'tcp://127.0.0.1:50001', EVM_RPC_URL: 'http://127.0.0.1:8545' },
+    );
+    expect(c.networks.map((n) => n.type)).toEqual(['BITCOIN', 'EVM', 'TRON', 'SOLANA']);
+  });
+});

@@ -1,0 +1,259 @@
+/**
+ * Configuration: one TOML file checked by the kit's strict loader (unknown keys and mistyped values
+ * stop the start, naming the key). `${ENV}` references are allowed in strings.
+ */
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { ConfigError, loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
+import { AmountError, parseDecimal, parseLots } from './amounts.ts';
+
+const LogLevel = Type.Union(
+  ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+  { default: 'info' },
+);
+
+const Hex64 = Type.String({ pattern: '^[0-9a-fA-F]{64}$' });
+
+export const NETWORK_TYPES = ['EVM', 'TRON', 'BITCOIN', 'SOLANA'] as const;
+export type NetworkType = (typeof NETWORK_TYPES)[number];
+
+const NetworkSchema = Type.Object({
+  id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
+  name: Type.String({ minLength: 1 }),
+  type: Type.Union([
+    Type.Literal('EVM'),
+    Type.Literal('TRON'),
+    Type.Literal('BITCOIN'),
+    Type.Literal('SOLANA'),
+  ]),
+  icon_url: Type.String({ default: '' }),
+  supports_custom_tokens: Type.Boolean({ default: false }),
+  supports_optimized_swap: Type.Boolean({ default: false }),
+  /** EVM: the chain id of the EIP-712 domain; Tron: the full chain id (masked to 32 bits when signing). */
+  chain_id: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** EVM/Tron JSON-RPC (allowance `eth_call`, receipts). Tron: its EVM-compatible `/jsonrpc` endpoint. */
+  rpc_url: Type.Optional(Type.String({ minLength: 1 })),
+  permit2_address: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * EVM/Tron: read the owner's allowance to Permit2 before accepting an approval (needs `rpc_url`).
+   * `false` is for a devnet without a node for that chain; approvals are then not checked on chain.
+   */
+  verify_allowance: Type.Boolean({ default: true }),
+  escrow_address: Type.Optional(Type.String({ minLength: 1 })),
+  /** Bitcoin: `mainnet`, `testnet`, `signet` or `regtest` (address prefixes). */
+  bitcoin_network: Type.Optional(
+    Type.Union([
+      Type.Literal('mainnet'),
+      Type.Literal('testnet'),
+      Type.Literal('signet'),
+      Type.Literal('regtest'),
+    ]),
+  ),
+  /** Solana: the escrow/program address the co-signed transaction pays into (see the chains module). */
+  solana_escrow_address: Type.Optional(Type.String({ minLength: 1 })),
+});
+
+const TokenSchema = Type.Object({
+  network_id: Type.Integer({ minimum: 1 }),
+  symbol: Type.String({ minLength: 1, maxLength: 32 }),
+  name: Type.String({ minLength: 1 }),
+  /** Contract address, mint, or a fixed identifier for a native coin (e.g. `BTC`). */
+  address: Type.String({ minLength: 1, maxLength: 128 }),
+  decimals: Type.Integer({ minimum: 0, maximum: 36 }),
+  icon_url: Type.String({ default: '' }),
+  wrapped_token_address: Type.Optional(Type.String({ minLength: 1 })),
+  /** An RGB asset on Bitcoin (approval `rgblock`): listed, never quoted yet. */
+  rgb: Type.Boolean({ default: false }),
+});
+
+const RateSchema = Type.Object({
+  source_network: Type.Integer({ minimum: 1 }),
+  source_token: Type.String({ minLength: 1 }),
+  dest_network: Type.Integer({ minimum: 1 }),
+  dest_token: Type.String({ minLength: 1 }),
+  /** Destination units per source unit (human units), a decimal string such as "25000.5". */
+  rate: Type.String({ pattern: '^(0|[1-9][0-9]*)(\\.[0-9]+)?$' }),
+  /** The resolver's own fee, taken from the destination amount. */
+  fee_bps: Type.Integer({ minimum: 0, maximum: 5000, default: 0 }),
+  min_source_lots: Type.String({ pattern: '^(0|[1-9][0-9]*)$', default: '1' }),
+  max_source_lots: Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]*)$' })),
+});
+
+const ResolverSchema = Type.Object({
+  id: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' }),
+  name: Type.String({ minLength: 1 }),
+  enabled: Type.Boolean({ default: true }),
+  /** SHA-256 (hex) of the resolver's API key for the resolver API; the key itself is never stored. */
+  api_key_sha256: Hex64,
+  /** Bitcoin: x-only (32-byte hex) key of the HTLC claim leaf. */
+  bitcoin_claim_pubkey: Type.Optional(Hex64),
+  /** EVM: `resolver_deposit_address` in the Permit2 witness. */
+  evm_address: Type.Optional(Type.String({ minLength: 1 })),
+  /** Tron: base58 resolver address. */
+  tron_address: Type.Optional(Type.String({ minLength: 1 })),
+  /** Solana: base58 address, fee payer and signer position 0 of co-signed transactions. */
+  solana_address: Type.Optional(Type.String({ minLength: 1 })),
+  rates: Type.Array(RateSchema, { default: [] }),
+});
+
+export const ConfigSchema = Type.Object({
+  host: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  port: Type.Integer({ minimum: 0, maximum: 65535, default: 3100 }),
+  /** Default `~/.rgbx-swap`; relative paths are relative to the config file. */
+  data_dir: Type.Optional(Type.String({ minLength: 1 })),
+  /** `sqlite:<path>` or `postgres://…`; default `sqlite:<data_dir>/swap.db`. */
+  database_url: Type.Optional(Type.String({ minLength: 1 })),
+  log_level: LogLevel,
+  body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024, default: 256 * 1024 }),
+  shutdown_timeout_ms: Type.Integer({ minimum: 0, default: 10_000 }),
+  /** AES-256-GCM key for preimages at rest: 64 hex chars. Exactly one of this and `preimage_key_file`. */
+  preimage_key: Type.Optional(Hex64),
+  /** File holding the 64-hex-char key (mode 0600 recommended). */
+  preimage_key_file: Type.Optional(Type.String({ minLength: 1 })),
+  swap: Type.Object(
+    {
+      quote_ttl_secs: Type.Integer({ minimum: 1, maximum: 3600, default: 60 }),
+      intent_ttl_secs: Type.Integer({ minimum: 60, maximum: 7 * 86_400, default: 3600 }),
+      default_slippage_bps: Type.Integer({ minimum: 0, maximum: 5000, default: 50 }),
+      max_slippage_bps: Type.Integer({ minimum: 0, maximum: 5000, default: 1000 }),
+      max_affiliate_fee_bps: Type.Integer({ minimum: 0, maximum: 5000, default: 300 }),
+      resolver_timeout_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 2000 }),
+      scheduler_interval_ms: Type.Integer({ minimum: 50, maximum: 3_600_000, default: 5000 }),
+    },
+    { default: {} },
+  ),
+  bitcoin: Type.Object(
+    {
+      /** `tcp://host:port` of the Electrum indexer (UTXOs, broadcasts, on-chain checks). */
+      electrum_url: Type.Optional(Type.String({ pattern: '^tcp://' })),
+      fee_rate_sat_vb: Type.Integer({ minimum: 1, maximum: 10_000, default: 2 }),
+      min_confirmations: Type.Integer({ minimum: 0, maximum: 100, default: 1 }),
+      electrum_timeout_ms: Type.Integer({ minimum: 100, maximum: 120_000, default: 10_000 }),
+    },
+    { default: {} },
+  ),
+  networks: Type.Array(NetworkSchema, { default: [] }),
+  tokens: Type.Array(TokenSchema, { default: [] }),
+  resolvers: Type.Array(ResolverSchema, { default: [] }),
+});
+
+export type FileConfig = Static<typeof ConfigSchema>;
+export type NetworkConfig = Static<typeof NetworkSchema>;
+export type TokenConfig = Static<typeof TokenSchema>;
+export type ResolverConfig = Static<typeof ResolverSchema>;
+export type RateConfig = Static<typeof RateSchema>;
+
+/** The checked configuration the service runs with. */
+export interface SwapConfig extends Omit<FileConfig, 'preimage_key' | 'preimage_key_file' | 'data_dir'> {
+  dataDir: string;
+  databaseUrl: string;
+  /** 32 bytes. */
+  preimageKey: Buffer;
+}
+
+export function loadConfig(
+  source: { file?: string; text?: string },
+  env: Record<string, string | undefined> = process.env,
+): SwapConfig {
+  const file = loadTomlConfig(ConfigSchema, source, { env });
+  const base = source.file ? dirname(resolve(source.file)) : process.cwd();
+  const at = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  const dataDir = file.data_dir ? at(file.data_dir) : join(homedir(), '.rgbx-swap');
+  const issues = checkConsistency(file);
+  let preimageKey: Buffer | undefined;
+  if ((file.preimage_key === undefined) === (file.preimage_key_file === undefined)) {
+    issues.push({
+      path: 'preimage_key',
+      message: 'set exactly one of "preimage_key" and "preimage_key_file"',
+    });
+  } else if (file.preimage_key !== undefined) {
+    preimageKey = Buffer.from(file.preimage_key, 'hex');
+  } else {
+    const keyFile = at(file.preimage_key_file!);
+    try {
+      const text = readFileSync(keyFile, 'utf8').trim();
+      if (!/^[0-9a-fA-F]{64}$/.test(text)) throw new Error('expected 64 hex characters');
+      preimageKey = Buffer.from(text, 'hex');
+    } catch (err) {
+      issues.push({
+        path: 'preimage_key_file',
+        message: `"preimage_key_file" ${keyFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      });
+    }
+  }
+  if (issues.length > 0) throw new ConfigError(issues, source.file ? { file: source.file } : {});
+  const { preimage_key: _k, preimage_key_file: _f, data_dir: _d, ...rest } = file;
+  return {
+    ...rest,
+    dataDir,
+    databaseUrl: file.database_url ?? `sqlite:${join(dataDir, 'swap.db')}`,
+    preimageKey: preimageKey!,
+  };
+}
+
+/** Cross-key checks the schema cannot express (ids that must exist, fields a network type needs). */
+function checkConsistency(c: FileConfig): { path: string; message: string }[] {
+  const issues: { path: string; message: string }[] = [];
+  const nets = new Map<number, NetworkConfig>();
+  c.networks.forEach((n, i) => {
+    if (nets.has(n.id)) issues.push({ path: `networks[${i}].id`, message: `duplicate network id ${n.id}` });
+    nets.set(n.id, n);
+    const need = (key: keyof NetworkConfig) => {
+      if (n[key] === undefined)
+        issues.push({
+          path: `networks[${i}].${key}`,
+          message: `"networks[${i}].${key}" is required for ${n.type}`,
+        });
+    };
+    if (n.type === 'EVM' || n.type === 'TRON') {
+      need('chain_id');
+      need('permit2_address');
+      need('escrow_address');
+      if (n.verify_allowance) need('rpc_url');
+    }
+    if (n.type === 'BITCOIN') need('bitcoin_network');
+  });
+  const tokens = new Set<string>();
+  c.tokens.forEach((t, i) => {
+    if (!nets.has(t.network_id))
+      issues.push({
+        path: `tokens[${i}].network_id`,
+        message: `tokens[${i}]: unknown network ${t.network_id}`,
+      });
+    const key = `${t.network_id}/${t.address.toLowerCase()}`;
+    if (tokens.has(key)) issues.push({ path: `tokens[${i}]`, message: `duplicate token ${t.address}` });
+    tokens.add(key);
+  });
+  const ids = new Set<string>();
+  c.resolvers.forEach((r, i) => {
+    if (ids.has(r.id)) issues.push({ path: `resolvers[${i}].id`, message: `duplicate resolver id ${r.id}` });
+    ids.add(r.id);
+    r.rates.forEach((rate, j) => {
+      const where = `resolvers[${i}].rates[${j}]`;
+      for (const [net, tok] of [
+        [rate.source_network, rate.source_token],
+        [rate.dest_network, rate.dest_token],
+      ] as const) {
+        if (!tokens.has(`${net}/${tok.toLowerCase()}`))
+          issues.push({ path: where, message: `${where}: token ${tok} on network ${net} is not configured` });
+      }
+      try {
+        if (parseDecimal(rate.rate).num === 0n)
+          issues.push({ path: `${where}.rate`, message: `${where}.rate is 0` });
+        const min = parseLots(rate.min_source_lots);
+        if (rate.max_source_lots !== undefined && parseLots(rate.max_source_lots) < min)
+          issues.push({ path: where, message: `${where}: max_source_lots < min_source_lots` });
+      } catch (err) {
+        if (err instanceof AmountError) issues.push({ path: where, message: `${where}: ${err.message}` });
+        else throw err;
+      }
+    });
+  });
+  if (c.swap.default_slippage_bps > c.swap.max_slippage_bps)
+    issues.push({
+      path: 'swap.default_slippage_bps',
+      message: 'swap.default_slippage_bps > swap.max_slippage_bps',
+    });
+  return issues;
+}

@@ -1,0 +1,329 @@
+/**
+ * The swap store: table types and ONE migration set for SQLite and PostgreSQL (`@rgbx/store`).
+ *
+ * Conventions: amounts are TEXT (decimal integers), JSON is TEXT (serialized by us, so both dialects
+ * read back the same string), times are BIGINT milliseconds (PostgreSQL returns them as strings:
+ * read them through `ms()`), deadlines are BIGINT Unix seconds.
+ */
+import { columns, type Dialect, type MigrationSet, migrateToLatest, openDatabase } from '@rgbx/store';
+import { type Generated, type Kysely, sql } from 'kysely';
+
+/** A BIGINT column as the drivers return it (better-sqlite3: number; pg: string). */
+export type BigIntColumn = number | string;
+
+export interface ApiKeyTable {
+  id: string;
+  name: string;
+  /** SHA-256 (hex) of the whole key. */
+  key_hash: string;
+  created_at: BigIntColumn;
+  revoked_at: BigIntColumn | null;
+}
+
+export interface AffiliateTable {
+  id: Generated<number>;
+  api_key_id: string;
+  affiliate_name: string;
+  payout_address: string;
+  payout_network_id: number;
+  payout_token_address: string;
+  created_at: BigIntColumn;
+}
+
+export interface QuoteTable {
+  id: string;
+  api_key_id: string;
+  resolver_id: string;
+  source_chain: number;
+  source_token: string;
+  dest_chain: number;
+  dest_token: string;
+  source_amount_lots: string;
+  source_decimals: number;
+  dest_decimals: number;
+  min_dest_lots: string;
+  max_dest_lots: string;
+  slippage_bps: number;
+  swap_type: string;
+  deposit_type: string;
+  approval_mechanism: string;
+  /** JSON: `{ [affiliateName]: { fee_bps, network_id, token, fee_amount_lots, fee_amount_decimals } }`. */
+  affiliate_fees: string;
+  retail_user_id: string | null;
+  expires_at: BigIntColumn;
+  created_at: BigIntColumn;
+}
+
+export interface IntentTable {
+  id: string;
+  api_key_id: string;
+  quote_id: string;
+  resolver_id: string;
+  status: string;
+  mechanism: string;
+  source_chain: number;
+  source_token: string;
+  dest_chain: number;
+  dest_token: string;
+  source_amount_lots: string;
+  source_decimals: number;
+  dest_decimals: number;
+  min_dest_lots: string;
+  max_dest_lots: string;
+  user_source_address: string;
+  user_source_public_key: string | null;
+  user_dest_address: string;
+  refund_address: string;
+  retail_user_id: string | null;
+  /** Unix seconds. */
+  deadline: BigIntColumn;
+  /** 0x-prefixed SHA-256 of the preimage. */
+  secret_hash: string;
+  /** AES-256-GCM sealed preimage (see preimage-vault.ts). */
+  secret_sealed: string;
+  /** JSON: the approval data handed to the user (mechanism-specific). */
+  params_to_sign: string;
+  /** JSON: what verification needs and must never take from the client (prevouts, unsigned txid…). */
+  verify_context: string;
+  /** JSON: the accepted approval, normalized. */
+  approval: string | null;
+  /** SHA-256 of the normalized approval: idempotent re-posts compare this. */
+  approval_digest: string | null;
+  /** JSON: what the resolver needs after approval (finalized funding tx, permit2 signature…). */
+  execution: string | null;
+  user_deposit_tx: string | null;
+  fulfill_tx: string | null;
+  swap_tx: string | null;
+  refund_tx: string | null;
+  decline_reason: string | null;
+  created_at: BigIntColumn;
+  updated_at: BigIntColumn;
+  approved_at: BigIntColumn | null;
+  accepted_at: BigIntColumn | null;
+  declined_at: BigIntColumn | null;
+  user_deposited_at: BigIntColumn | null;
+  fulfilled_at: BigIntColumn | null;
+  swapped_at: BigIntColumn | null;
+  expired_at: BigIntColumn | null;
+  refund_requested_at: BigIntColumn | null;
+  refunded_at: BigIntColumn | null;
+  secret_released_at: BigIntColumn | null;
+}
+
+export interface IntentEventTable {
+  id: Generated<number>;
+  intent_id: string;
+  from_status: string | null;
+  to_status: string;
+  trigger: string;
+  actor: string;
+  /** JSON or null. */
+  details: string | null;
+  at: BigIntColumn;
+}
+
+export interface Permit2NonceTable {
+  network_id: number;
+  /** Lower-case 0x address (Tron: the 20-byte hex of the owner). */
+  owner: string;
+  nonce: string;
+  intent_id: string;
+}
+
+export interface ReservedOutpointTable {
+  /** `txid:vout`. */
+  outpoint: string;
+  intent_id: string;
+}
+
+export interface SwapDatabase {
+  api_keys: ApiKeyTable;
+  affiliates: AffiliateTable;
+  quotes: QuoteTable;
+  intents: IntentTable;
+  intent_events: IntentEventTable;
+  permit2_nonces: Permit2NonceTable;
+  reserved_outpoints: ReservedOutpointTable;
+}
+
+export type SwapDb = Kysely<SwapDatabase>;
+
+/** Milliseconds or seconds from a BIGINT column, whichever driver read it. */
+export function ms(v: BigIntColumn): number;
+export function ms(v: BigIntColumn | null): number | null;
+export function ms(v: BigIntColumn | null): number | null {
+  return v === null ? null : Number(v);
+}
+
+export const migrations: MigrationSet = (dialect: Dialect) => {
+  const ts = sql.raw(columns.timestamp(dialect));
+  const serial = sql.raw(columns.serial(dialect));
+  return {
+    '0001_swap': {
+      async up(db) {
+        await db.schema
+          .createTable('api_keys')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('key_hash', 'text', (c) => c.notNull())
+          .addColumn('created_at', ts, (c) => c.notNull())
+          .addColumn('revoked_at', ts)
+          .execute();
+
+        await db.schema
+          .createTable('affiliates')
+          .addColumn('id', serial, (c) => c.primaryKey())
+          .addColumn('api_key_id', 'text', (c) => c.notNull().references('api_keys.id'))
+          .addColumn('affiliate_name', 'text', (c) => c.notNull())
+          .addColumn('payout_address', 'text', (c) => c.notNull())
+          .addColumn('payout_network_id', 'integer', (c) => c.notNull())
+          .addColumn('payout_token_address', 'text', (c) => c.notNull())
+          .addColumn('created_at', ts, (c) => c.notNull())
+          .addUniqueConstraint('affiliates_key_name', ['api_key_id', 'affiliate_name'])
+          .execute();
+
+        await db.schema
+          .createTable('quotes')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('api_key_id', 'text', (c) => c.notNull().references('api_keys.id'))
+          .addColumn('resolver_id', 'text', (c) => c.notNull())
+          .addColumn('source_chain', 'integer', (c) => c.notNull())
+          .addColumn('source_token', 'text', (c) => c.notNull())
+          .addColumn('dest_chain', 'integer', (c) => c.notNull())
+          .addColumn('dest_token', 'text', (c) => c.notNull())
+          .addColumn('source_amount_lots', 'text', (c) => c.notNull())
+          .addColumn('source_decimals', 'integer', (c) => c.notNull())
+          .addColumn('dest_decimals', 'integer', (c) => c.notNull())
+          .addColumn('min_dest_lots', 'text', (c) => c.notNull())
+          .addColumn('max_dest_lots', 'text', (c) => c.notNull())
+          .addColumn('slippage_bps', 'integer', (c) => c.notNull())
+          .addColumn('swap_type', 'text', (c) => c.notNull())
+          .addColumn('deposit_type', 'text', (c) => c.notNull())
+          .addColumn('approval_mechanism', 'text', (c) => c.notNull())
+          .addColumn('affiliate_fees', 'text', (c) => c.notNull())
+          .addColumn('retail_user_id', 'text')
+          .addColumn('expires_at', ts, (c) => c.notNull())
+          .addColumn('created_at', ts, (c) => c.notNull())
+          .execute();
+
+        let intents = db.schema
+          .createTable('intents')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('api_key_id', 'text', (c) => c.notNull().references('api_keys.id'))
+          .addColumn('quote_id', 'text', (c) => c.notNull().unique().references('quotes.id'))
+          .addColumn('resolver_id', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('mechanism', 'text', (c) => c.notNull())
+          .addColumn('source_chain', 'integer', (c) => c.notNull())
+          .addColumn('source_token', 'text', (c) => c.notNull())
+          .addColumn('dest_chain', 'integer', (c) => c.notNull())
+          .addColumn('dest_token', 'text', (c) => c.notNull())
+          .addColumn('source_amount_lots', 'text', (c) => c.notNull())
+          .addColumn('source_decimals', 'integer', (c) => c.notNull())
+          .addColumn('dest_decimals', 'integer', (c) => c.notNull())
+          .addColumn('min_dest_lots', 'text', (c) => c.notNull())
+          .addColumn('max_dest_lots', 'text', (c) => c.notNull())
+          .addColumn('user_source_address', 'text', (c) => c.notNull())
+          .addColumn('user_source_public_key', 'text')
+          .addColumn('user_dest_address', 'text', (c) => c.notNull())
+          .addColumn('refund_address', 'text', (c) => c.notNull())
+          .addColumn('retail_user_id', 'text')
+          .addColumn('deadline', ts, (c) => c.notNull())
+          .addColumn('secret_hash', 'text', (c) => c.notNull())
+          .addColumn('secret_sealed', 'text', (c) => c.notNull())
+          .addColumn('params_to_sign', 'text', (c) => c.notNull())
+          .addColumn('verify_context', 'text', (c) => c.notNull())
+          .addColumn('approval', 'text')
+          .addColumn('approval_digest', 'text')
+          .addColumn('execution', 'text');
+        for (const col of ['user_deposit_tx', 'fulfill_tx', 'swap_tx', 'refund_tx', 'decline_reason']) {
+          intents = intents.addColumn(col, 'text');
+        }
+        intents = intents
+          .addColumn('created_at', ts, (c) => c.notNull())
+          .addColumn('updated_at', ts, (c) => c.notNull());
+        for (const col of [
+          'approved_at',
+          'accepted_at',
+          'declined_at',
+          'user_deposited_at',
+          'fulfilled_at',
+          'swapped_at',
+          'expired_at',
+          'refund_requested_at',
+          'refunded_at',
+          'secret_released_at',
+        ]) {
+          intents = intents.addColumn(col, ts);
+        }
+        await intents.execute();
+        await db.schema
+          .createIndex('intents_by_key')
+          .on('intents')
+          .columns(['api_key_id', 'created_at'])
+          .execute();
+        await db.schema
+          .createIndex('intents_by_status_deadline')
+          .on('intents')
+          .columns(['status', 'deadline'])
+          .execute();
+        await db.schema
+          .createIndex('intents_by_resolver')
+          .on('intents')
+          .columns(['resolver_id', 'status'])
+          .execute();
+
+        await db.schema
+          .createTable('intent_events')
+          .addColumn('id', serial, (c) => c.primaryKey())
+          .addColumn('intent_id', 'text', (c) => c.notNull().references('intents.id'))
+          .addColumn('from_status', 'text')
+          .addColumn('to_status', 'text', (c) => c.notNull())
+          .addColumn('trigger', 'text', (c) => c.notNull())
+          .addColumn('actor', 'text', (c) => c.notNull())
+          .addColumn('details', 'text')
+          .addColumn('at', ts, (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex('intent_events_by_intent')
+          .on('intent_events')
+          .column('intent_id')
+          .execute();
+
+        await db.schema
+          .createTable('permit2_nonces')
+          .addColumn('network_id', 'integer', (c) => c.notNull())
+          .addColumn('owner', 'text', (c) => c.notNull())
+          .addColumn('nonce', 'text', (c) => c.notNull())
+          .addColumn('intent_id', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('permit2_nonces_pk', ['network_id', 'owner', 'nonce'])
+          .execute();
+
+        await db.schema
+          .createTable('reserved_outpoints')
+          .addColumn('outpoint', 'text', (c) => c.notNull())
+          .addColumn('intent_id', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('reserved_outpoints_pk', ['outpoint', 'intent_id'])
+          .execute();
+      },
+    },
+  };
+};
+
+export interface OpenedSwapDb {
+  db: SwapDb;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+/** Opens the database and applies pending migrations. */
+export async function openSwapDatabase(url: string): Promise<OpenedSwapDb> {
+  const opened = openDatabase<SwapDatabase>(url);
+  try {
+    await migrateToLatest(opened.db, opened.dialect, migrations);
+  } catch (err) {
+    await opened.close();
+    throw err;
+  }
+  return opened;
+}

@@ -1,0 +1,72 @@
+/** Schema pieces shared by both surfaces and the resolver API. */
+import { Type } from '@rgbx/service-kit';
+import { PAGE } from './catalog.ts';
+
+export const Lots = Type.String({
+  pattern: '^(0|[1-9][0-9]{0,77})$',
+  description: 'Integer amount in lots (smallest unit) as a decimal string',
+});
+export const Uuid = Type.String({ format: 'uuid' });
+export const Address = Type.String({ minLength: 1, maxLength: 128 });
+export const TxHash = Type.String({
+  minLength: 1,
+  maxLength: 130,
+  description: 'Transaction hash/id on its chain',
+});
+export const NetworkId = Type.Integer({ minimum: 1, maximum: 2_147_483_647 });
+export const Status = Type.Union(
+  [
+    Type.Literal('Initiated'),
+    Type.Literal('ApprovalAdded'),
+    Type.Literal('Accepted'),
+    Type.Literal('Declined'),
+    Type.Literal('UserDeposited'),
+    Type.Literal('Fulfilled'),
+    Type.Literal('Expired'),
+    Type.Literal('RefundRequested'),
+    Type.Literal('Refunded'),
+  ],
+  { description: 'Intent status (see the README status table)' },
+);
+export const MechanismA = Type.Union([Type.Literal('permit2'), Type.Literal('htlc'), Type.Literal('cosign')]);
+export const MechanismB = Type.Union(
+  [Type.Literal('permit2'), Type.Literal('htlc'), Type.Literal('rgblock'), Type.Literal('cosign')],
+  { description: 'The set of values may change; clients must check it' },
+);
+export const NetworkType = Type.Union([
+  Type.Literal('EVM'),
+  Type.Literal('TRON'),
+  Type.Literal('BITCOIN'),
+  Type.Literal('SOLANA'),
+]);
+export const Limit = Type.Integer({
+  minimum: 1,
+  maximum: PAGE.maxLimit,
+  description: `Page size, default ${PAGE.defaultLimit}, maximum ${PAGE.maxLimit}`,
+});
+export const Offset = Type.Integer({
+  minimum: 0,
+  maximum: 1_000_000_000,
+  description: 'Results to skip, default 0',
+});
+export const Pagination = Type.Object({
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+  total: Type.Integer(),
+  pages: Type.Integer(),
+});
+export const JsonObject = Type.Record(Type.String(), Type.Unknown());
+export const ApiKeyHeader = Type.Object({
+  'x-api-key': Type.Optional(Type.String({ description: 'API key' })),
+});
+export const BpsInput = Type.Union([
+  Type.Integer({ minimum: 0, maximum: 10_000 }),
+  Type.String({ pattern: '^(0|[1-9][0-9]{0,4})$' }),
+]);
+/** A human amount: decimal string or JSON number (Hotpot clients send a number). */
+export const HumanAmount = Type.Union([
+  Type.String({ pattern: '^(0|[1-9][0-9]{0,77})(\\.[0-9]{1,78})?$' }),
+  Type.Number({ minimum: 0 }),
+]);
+export const SwapType = Type.Union([Type.Literal('standard'), Type.Literal('optimized')]);
+export const DepositType = Type.Literal('escrowed');

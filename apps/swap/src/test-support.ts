@@ -1,0 +1,297 @@
+/**
+ * Test helpers: a configuration with the four network types, both databases (SQLite file and a
+ * throwaway PostgreSQL database), an in-process app with two API keys, and user/resolver keys.
+ * Imported by `*.test.ts` only.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { tronAddressFromPublicKey } from '@rgbx/chains/tron';
+import { createTestPgDatabase, type Dialect } from '@rgbx/store';
+import { base58 } from '@scure/base';
+import { p2tr, utils } from '@scure/btc-signer';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll } from 'vitest';
+import { createApiKey, sha256 } from './api-keys.ts';
+import { buildSwapApp, type SwapApp } from './app.ts';
+import type { ChainGateway } from './chain-gateway.ts';
+import { loadConfig } from './config.ts';
+import { openSwapDatabase } from './database.ts';
+
+export const DIALECTS: Dialect[] = ['sqlite', 'postgres'];
+
+/** Registers beforeAll/afterAll that make one SQLite file and one PostgreSQL database per call. */
+export function testDatabases(): { url(dialect: Dialect): string } {
+  const dir = mkdtempSync(join(tmpdir(), 'swap-test-'));
+  let pg: Awaited<ReturnType<typeof createTestPgDatabase>> | undefined;
+  let n = 0;
+  beforeAll(async () => {
+    pg = await createTestPgDatabase('rgbx_swap');
+  });
+  afterAll(async () => {
+    await pg?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    url(dialect) {
+      if (dialect === 'sqlite') return `sqlite:${join(dir, `swap-${++n}.db`)}`;
+      if (!pg) throw new Error('postgres test database not created yet');
+      return pg.url;
+    },
+  };
+}
+
+export const NET = { btc: 1, evm: 2, tron: 3, sol: 4 } as const;
+
+export const REGTEST = { bech32: 'bcrt', pubKeyHash: 0x6f, scriptHash: 0xc4, wif: 0xef };
+
+export interface BtcKey {
+  privateKey: Uint8Array;
+  xonly: Uint8Array;
+  address: string;
+}
+
+export function btcKey(): BtcKey {
+  const privateKey = utils.randomPrivateKeyBytes();
+  const xonly = utils.pubSchnorr(privateKey);
+  return { privateKey, xonly, address: p2tr(xonly, undefined, REGTEST).address! };
+}
+
+export function tronKey(): { privateKey: `0x${string}`; address: string } {
+  const privateKey = generatePrivateKey();
+  const pub = secp256k1.getPublicKey(Buffer.from(privateKey.slice(2), 'hex'), true);
+  return { privateKey, address: tronAddressFromPublicKey(pub) };
+}
+
+export function randomEvmAddress(): `0x${string}` {
+  return privateKeyToAccount(generatePrivateKey()).address;
+}
+
+export function randomSolanaAddress(): string {
+  return base58.encode(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+/** Fixed identities used by the default test configuration. */
+export const RESOLVER_KEY = `rgbx_resolver_${'r'.repeat(43)}`;
+export const RESOLVER_BTC = btcKey();
+export const RESOLVER_EVM = privateKeyToAccount(generatePrivateKey());
+export const RESOLVER_TRON = tronKey();
+export const RESOLVER_SOL = randomSolanaAddress();
+export const USDC = randomEvmAddress();
+export const WETH = randomEvmAddress();
+export const ESCROW = randomEvmAddress();
+export const PERMIT2 = '0x000000000022D473030F116dDEE9F6B43aC78BA3';
+export const TRON_USDT = tronKey().address;
+export const TRON_ESCROW = tronKey().address;
+export const TRON_PERMIT2 = tronKey().address;
+export const SOL_MINT = 'So11111111111111111111111111111111111111112';
+export const RGB_ASSET = 'rgb:2dkSTbr-jFhznbPmo-TQafzswCN-av4gTsJjX-ttx6CNou5-M98k8Zd';
+
+export interface TestConfigOptions {
+  databaseUrl: string;
+  electrumUrl?: string;
+  evmRpcUrl?: string;
+  /** EVM token address overrides (real contracts on a dev node). */
+  usdc?: string;
+  permit2?: string;
+  escrow?: string;
+  evmChainId?: number;
+  quoteTtlSecs?: number;
+  intentTtlSecs?: number;
+  minConfirmations?: number;
+  extra?: string;
+}
+
+export function testConfigToml(o: TestConfigOptions): string {
+  const usdc = o.usdc ?? USDC;
+  return `
+database_url = "${o.databaseUrl}"
+preimage_key = "${'ab'.repeat(32)}"
+log_level = "silent"
+
+[swap]
+quote_ttl_secs = ${o.quoteTtlSecs ?? 60}
+intent_ttl_secs = ${o.intentTtlSecs ?? 3600}
+scheduler_interval_ms = 3600000
+
+[bitcoin]
+${o.electrumUrl ? `electrum_url = "${o.electrumUrl}"` : ''}
+fee_rate_sat_vb = 2
+min_confirmations = ${o.minConfirmations ?? 1}
+
+[[networks]]
+id = ${NET.btc}
+name = "Bitcoin regtest"
+type = "BITCOIN"
+bitcoin_network = "regtest"
+
+[[networks]]
+id = ${NET.evm}
+name = "Local EVM"
+type = "EVM"
+chain_id = ${o.evmChainId ?? 31337}
+permit2_address = "${o.permit2 ?? PERMIT2}"
+escrow_address = "${o.escrow ?? ESCROW}"
+${o.evmRpcUrl ? `rpc_url = "${o.evmRpcUrl}"` : 'verify_allowance = false'}
+
+[[networks]]
+id = ${NET.tron}
+name = "Tron"
+type = "TRON"
+chain_id = 728126428
+permit2_address = "${TRON_PERMIT2}"
+escrow_address = "${TRON_ESCROW}"
+verify_allowance = false
+
+[[networks]]
+id = ${NET.sol}
+name = "Solana"
+type = "SOLANA"
+
+[[tokens]]
+network_id = ${NET.btc}
+symbol = "BTC"
+name = "Bitcoin"
+address = "BTC"
+decimals = 8
+
+[[tokens]]
+network_id = ${NET.btc}
+symbol = "RGBT"
+name = "RGB test asset"
+address = "${RGB_ASSET}"
+decimals = 0
+rgb = true
+
+[[tokens]]
+network_id = ${NET.evm}
+symbol = "USDC"
+name = "USD Coin"
+address = "${usdc}"
+decimals = 6
+
+[[tokens]]
+network_id = ${NET.evm}
+symbol = "ETH"
+name = "Ether"
+address = "0x0000000000000000000000000000000000000000"
+decimals = 18
+wrapped_token_address = "${WETH}"
+
+[[tokens]]
+network_id = ${NET.tron}
+symbol = "USDT"
+name = "Tether USD"
+address = "${TRON_USDT}"
+decimals = 6
+
+[[tokens]]
+network_id = ${NET.sol}
+symbol = "SOL"
+name = "Solana"
+address = "${SOL_MINT}"
+decimals = 9
+
+[[resolvers]]
+id = "reference"
+name = "Reference resolver"
+api_key_sha256 = "${sha256(RESOLVER_KEY).toString('hex')}"
+bitcoin_claim_pubkey = "${Buffer.from(RESOLVER_BTC.xonly).toString('hex')}"
+evm_address = "${RESOLVER_EVM.address}"
+tron_address = "${RESOLVER_TRON.address}"
+solana_address = "${RESOLVER_SOL}"
+
+[[resolvers.rates]]
+source_network = ${NET.btc}
+source_token = "BTC"
+dest_network = ${NET.evm}
+dest_token = "${usdc}"
+rate = "60000"
+fee_bps = 10
+min_source_lots = "10000"
+max_source_lots = "100000000"
+
+[[resolvers.rates]]
+source_network = ${NET.evm}
+source_token = "${usdc}"
+dest_network = ${NET.btc}
+dest_token = "BTC"
+rate = "0.0000166"
+
+[[resolvers.rates]]
+source_network = ${NET.tron}
+source_token = "${TRON_USDT}"
+dest_network = ${NET.evm}
+dest_token = "${usdc}"
+rate = "0.999"
+
+[[resolvers.rates]]
+source_network = ${NET.sol}
+source_token = "${SOL_MINT}"
+dest_network = ${NET.evm}
+dest_token = "${usdc}"
+rate = "150.25"
+
+[[resolvers.rates]]
+source_network = ${NET.btc}
+source_token = "${RGB_ASSET}"
+dest_network = ${NET.evm}
+dest_token = "${usdc}"
+rate = "1"
+${o.extra ?? ''}
+`;
+}
+
+export interface TestService extends SwapApp {
+  apiKey: string;
+  otherKey: string;
+  close(): Promise<void>;
+}
+
+export interface StartOptions extends TestConfigOptions {
+  now?: () => number;
+  gateway?: ChainGateway;
+}
+
+export async function startTestService(o: StartOptions): Promise<TestService> {
+  const config = loadConfig({ text: testConfigToml(o) }, {});
+  const opened = await openSwapDatabase(config.databaseUrl);
+  const built = buildSwapApp({
+    config,
+    db: opened.db,
+    dialect: opened.dialect,
+    ...(o.now ? { now: o.now } : {}),
+    ...(o.gateway ? { gateway: o.gateway } : {}),
+  });
+  const a = await createApiKey(opened.db, 'tenant-a');
+  const b = await createApiKey(opened.db, 'tenant-b');
+  await built.app.ready();
+  return {
+    ...built,
+    apiKey: a.key,
+    otherKey: b.key,
+    async close() {
+      await built.app.close();
+      await opened.close();
+    },
+  };
+}
+
+/** A movable clock. */
+export function testClock(start = Date.now()): {
+  now: () => number;
+  advance(ms: number): void;
+  set(ms: number): void;
+} {
+  let t = start;
+  return {
+    now: () => t,
+    advance(ms) {
+      t += ms;
+    },
+    set(ms) {
+      t = ms;
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * `verifyWebhook`: checks a cloud webhook the way the spec orders it: first the RSA-SHA256
+ * (PKCS#1 v1.5) signature over the exact request bytes, then the payload, then that `nodeId` is
+ * the node the receiver expects. Pass the raw body: a re-serialized JSON body does not verify.
+ */
+import { createPublicKey, type KeyObject, verify } from 'node:crypto';
+import { type NodeStatusEvent, parseNodeStatusEvent } from './payload.ts';
+
+/** A PEM (SPKI `BEGIN PUBLIC KEY`) string or a KeyObject; an array during key rotation. */
+export type PublicKeyInput = string | KeyObject | readonly (string | KeyObject)[];
+
+/** The node(s) a receiver accepts events for. */
+export type ExpectedNodeId = string | readonly string[] | ((nodeId: string) => boolean);
+
+export type WebhookFailure =
+  | 'missing_signature'
+  | 'invalid_signature'
+  | 'invalid_payload'
+  | 'unexpected_node';
+
+export type WebhookVerification =
+  | { ok: true; event: NodeStatusEvent }
+  | { ok: false; reason: WebhookFailure; message: string };
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+function toBytes(rawBody: string | Uint8Array): Buffer {
+  if (typeof rawBody === 'string') return Buffer.from(rawBody, 'utf8');
+  if (rawBody instanceof Uint8Array)
+    return Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength);
+  throw new TypeError(
+    'verifyWebhook: rawBody must be the raw request bytes (Buffer, Uint8Array or string), not a parsed object',
+  );
+}
+
+const keyCache = new Map<string, KeyObject>();
+
+function toKeys(publicKey: PublicKeyInput): KeyObject[] {
+  const list = Array.isArray(publicKey) ? publicKey : [publicKey as string | KeyObject];
+  if (list.length === 0) throw new TypeError('verifyWebhook: no public key given');
+  return list.map((k) => {
+    if (typeof k !== 'string') return k;
+    let key = keyCache.get(k);
+    if (!key) {
+      key = createPublicKey(k);
+      if (keyCache.size > 32) keyCache.clear();
+      keyCache.set(k, key);
+    }
+    return key;
+  });
+}
+
+function nodeMatches(expected: ExpectedNodeId, nodeId: string): boolean {
+  if (typeof expected === 'function') return expected(nodeId) === true;
+  if (typeof expected === 'string') return expected === nodeId;
+  return expected.includes(nodeId);
+}
+
+/**
+ * Verifies one webhook request.
+ *
+ * @param rawBody the request body exactly as received.
+ * @param signature the `X-Service-Signature` header (Base64); undefined when the header is absent.
+ * @param publicKey the key from `GET /api/webhook-public-key` (or all published keys during a rotation).
+ * @param expectedNodeId the node this receiver handles (or a list / predicate).
+ * @returns `{ok: true, event}` or `{ok: false, reason, message}`; never throws for bad input, only
+ *   for a programming error (a parsed object instead of the raw body, an unusable key).
+ *
+ * @example
+ * const r = verifyWebhook(req.rawBody, req.headers['x-service-signature'], pem, myNodeId);
+ * if (!r.ok) return reply.code(403).send({ message: 'Forbidden - Invalid Signature' });
+ */
+export function verifyWebhook(
+  rawBody: string | Uint8Array,
+  signature: string | readonly string[] | undefined | null,
+  publicKey: PublicKeyInput,
+  expectedNodeId: ExpectedNodeId,
+): WebhookVerification {
+  const bytes = toBytes(rawBody);
+  const keys = toKeys(publicKey);
+  if (signature === undefined || signature === null || signature === '') {
+    return { ok: false, reason: 'missing_signature', message: 'X-Service-Signature header is missing' };
+  }
+  if (typeof signature !== 'string' || !BASE64.test(signature.trim())) {
+    return { ok: false, reason: 'invalid_signature', message: 'X-Service-Signature is not one Base64 value' };
+  }
+  const sig = Buffer.from(signature.trim(), 'base64');
+  const valid = keys.some((key) => {
+    try {
+      return verify('sha256', bytes, key, sig);
+    } catch {
+      return false;
+    }
+  });
+  if (!valid) {
+    return { ok: false, reason: 'invalid_signature', message: 'signature does not match the body' };
+  }
+  const parsed = parseNodeStatusEvent(bytes.toString('utf8'));
+  if ('error' in parsed) return { ok: false, reason: 'invalid_payload', message: parsed.error };
+  if (!nodeMatches(expectedNodeId, parsed.event.nodeId)) {
+    return { ok: false, reason: 'unexpected_node', message: 'nodeId is not the expected node' };
+  }
+  return { ok: true, event: parsed.event };
+}
