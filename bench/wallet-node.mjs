@@ -39,7 +39,11 @@ function startNode(file) {
       if (line)
         res({
           url: JSON.parse(line).url,
-          stop: () => new Promise((r) => (p.once('exit', r), p.kill('SIGTERM'))),
+          stop: () =>
+            new Promise((r) => {
+              p.once('exit', r);
+              p.kill('SIGTERM');
+            }),
         });
     });
     p.once('exit', (c) => rej(new Error(`wallet node exited ${c}`)));
