@@ -13,7 +13,12 @@ describe('runService (in process)', () => {
   it('listens on an ephemeral port, finishes in-flight requests on close, then runs onShutdown', async () => {
     const logger = createLogger({ name: 'lc', level: 'silent' });
     const app = createServer({ name: 'lc', version: '1', logger, envelope: ErrorEnvelope.factory });
+    let handlerStarted!: () => void;
+    const started = new Promise<void>((r) => {
+      handlerStarted = r;
+    });
     app.get('/slow', async () => {
+      handlerStarted();
       await sleep(300);
       return { done: true };
     });
@@ -34,7 +39,7 @@ describe('runService (in process)', () => {
       events.push('response');
       return { status: r.status, body: await r.json() };
     });
-    await sleep(50);
+    await started; // the request is in flight inside the handler (no timing guess on a loaded machine)
     await svc.close();
     expect(await inflight).toEqual({ status: 200, body: { done: true } });
     expect(events).toEqual(['response', 'shutdown']);
