@@ -17,24 +17,17 @@ import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildCloud, changeNode, createToken, loadConfig } from '../apps/cloud/dist/index.js';
 import { createLogger } from '../packages/service-kit/dist/index.js';
 import { createTestPgDatabase } from '../packages/store/dist/index.js';
 import { round, stats } from './lib.mjs';
 
-const { values } = parseArgs({
-  options: {
-    events: { type: 'string', default: '2000' },
-    nodes: { type: 'string', default: '50' },
-    rate: { type: 'string', default: '50' },
-    seconds: { type: 'string', default: '10' },
-  },
-});
-const EVENTS = Number(values.events);
-const NODES = Number(values.nodes);
-const RATE = Number(values.rate);
-const SECONDS = Number(values.seconds);
+let EVENTS = 2000;
+let NODES = 50;
+let RATE = 50;
+let SECONDS = 10;
 
 const RECEIVER = `
 import { createServer } from 'node:https';
@@ -220,27 +213,51 @@ async function run(label, databaseUrlOf) {
   }
 }
 
-const out = {
-  date: new Date().toISOString(),
-  node: process.version,
-  cpus: cpus().length,
-  key: 'RSA-3072, PKCS#1 v1.5, SHA-256',
-  raw_crypto_sign_per_s: signRate(),
-  runs: [],
-};
-out.runs.push(await run('sqlite', (dir) => `sqlite:${join(dir, 'cloud.db')}`));
-let pg;
-try {
-  pg = await createTestPgDatabase('bench_cloud');
-} catch {
-  out.postgres = 'skipped: no PostgreSQL reachable';
-}
-if (pg) {
+/** Runs the whole benchmark; `bench/run.mjs` may call it (`node bench/run.mjs cloud`). */
+export async function benchCloud(opts = {}) {
+  EVENTS = opts.events ?? EVENTS;
+  NODES = opts.nodes ?? NODES;
+  RATE = opts.rate ?? RATE;
+  SECONDS = opts.seconds ?? SECONDS;
+  const out = {
+    node: process.version,
+    cpus: cpus().length,
+    key: 'RSA-3072, PKCS#1 v1.5, SHA-256',
+    raw_crypto_sign_per_s: signRate(),
+    runs: [],
+  };
+  out.runs.push(await run('sqlite', (dir) => `sqlite:${join(dir, 'cloud.db')}`));
+  let pg;
   try {
-    out.runs.push(await run('postgres', () => pg.url));
-  } finally {
-    await pg.drop();
+    pg = await createTestPgDatabase('bench_cloud');
+  } catch {
+    out.postgres = 'skipped: no PostgreSQL reachable';
   }
+  if (pg) {
+    try {
+      out.runs.push(await run('postgres', () => pg.url));
+    } finally {
+      await pg.drop();
+    }
+  }
+  out.raw_crypto_sign_per_s_after = signRate();
+  return out;
 }
-out.raw_crypto_sign_per_s_after = signRate();
-console.info(JSON.stringify(out, null, 2));
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { values } = parseArgs({
+    options: {
+      events: { type: 'string', default: '2000' },
+      nodes: { type: 'string', default: '50' },
+      rate: { type: 'string', default: '50' },
+      seconds: { type: 'string', default: '10' },
+    },
+  });
+  const out = await benchCloud({
+    events: Number(values.events),
+    nodes: Number(values.nodes),
+    rate: Number(values.rate),
+    seconds: Number(values.seconds),
+  });
+  console.info(JSON.stringify({ date: new Date().toISOString(), ...out }, null, 2));
+}

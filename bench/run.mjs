@@ -29,6 +29,7 @@ const benches = {
     if (r.status !== 0) throw new Error(`bench/swap.mjs failed: ${r.stderr}`);
     return JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
   },
+  cloud: async () => (await import('./cloud.mjs')).benchCloud(),
   proxy: async () => {
     // proxy.mjs is a standalone script (own flags); run it as a process and keep its JSON.
     const r = spawnSync(process.execPath, [fileURLToPath(new URL('./proxy.mjs', import.meta.url))], {

@@ -9,6 +9,7 @@ const check = process.argv.includes('--check');
 
 /** Each entry builds an app without starting anything (no listeners, no children) and returns its document. */
 const services = {
+  cloud: async () => (await import('@rgbx/cloud')).generateOpenApi(),
   swap: async () => (await import('@rgbx/swap')).generateOpenApi(),
   'wallet-node': async () => {
     const { buildWalletNode } = await import('@rgbx/wallet-node');

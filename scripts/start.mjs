@@ -1,6 +1,6 @@
 // `npm start`: the devnet plus every service on loopback, in the foreground; Ctrl-C stops everything.
 // Services run from their build output (`tsc -b` runs first) with configs generated under the devnet dir.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -99,6 +99,49 @@ async function main() {
       },
     },
   );
+
+  // Cloud hosting service with its console; hosted nodes are wallet nodes on this devnet.
+  const cl = join(dir, 'cloud');
+  mkdirSync(cl, { recursive: true });
+  const cloudToml = join(cl, 'cloud.toml');
+  writeFileSync(
+    cloudToml,
+    [
+      '[api]',
+      'listen_address = "127.0.0.1"',
+      `port = ${process.env.RGBX_CLOUD_PORT ?? 3200}`,
+      '',
+      '[cloud]',
+      `data_dir = "${join(cl, 'data')}"`,
+      '',
+      '[backend]',
+      `devnet_dir = "${dir}"`,
+      '',
+      '[nodes]',
+      'stop_on_shutdown = true',
+      '',
+      '# dev allowlist: webhooks may go to loopback receivers (never in production)',
+      '[webhooks]',
+      'allow_cidrs = ["127.0.0.0/8", "::1/128"]',
+      'allow_http = true',
+      '',
+    ].join('\n'),
+    { mode: 0o600 },
+  );
+  const cloudMain = join(root, 'apps/cloud/dist/main.js');
+  const tokenFile = join(cl, 'dev-token');
+  if (!existsSync(tokenFile)) {
+    // A first API token for the console, printed below and kept (0600) for the next starts.
+    const r = spawnSync(
+      process.execPath,
+      [cloudMain, '-c', cloudToml, 'tokens', 'create', '--account', 'dev'],
+      { encoding: 'utf8' },
+    );
+    if (r.status !== 0) throw new Error(`cloud tokens create failed: ${r.stderr}`);
+    writeFileSync(tokenFile, JSON.parse(r.stdout.trim().split('\n').pop()).token, { mode: 0o600 });
+  }
+  const cloudUrl = await startService('cloud service', [cloudMain, '-c', cloudToml]);
+  endpoints.cloud = { api: cloudUrl, console: `${cloudUrl}/console/`, dev_token_file: tokenFile };
 
   console.info(
     `rgbx is up (state in ${dir}); Ctrl-C stops everything\n${JSON.stringify(endpoints, null, 2)}`,

@@ -1,0 +1,179 @@
+/**
+ * `buildCloud`: wires the database, key ring, webhook dispatcher, node supervisor and the HTTP
+ * app. `main.ts` runs it as a service; tests build it in-process.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { devnetStatus } from '@rgbx/devnet';
+import { createServer, ErrorEnvelope, type Logger, type ServiceApp } from '@rgbx/service-kit';
+import type { Dialect } from '@rgbx/store';
+import { type CloudConfig, REPO_ROOT } from './config.ts';
+import { openCloudDatabase } from './db/open.ts';
+import type { CloudDb } from './db/schema.ts';
+import { cloudEnvelope } from './errors.ts';
+import { registerConsole } from './http/console.ts';
+import { registerRoutes } from './http/routes.ts';
+import type { NodeBackend, NodeDriver } from './nodes/driver.ts';
+import { LocalProcessDriver } from './nodes/local-driver.ts';
+import { NodeLocks } from './nodes/locks.ts';
+import { NodeManager } from './nodes/manager.ts';
+import type { StatusDeps } from './nodes/status.ts';
+import { Supervisor } from './nodes/supervisor.ts';
+import { Dispatcher, type DispatcherOptions } from './webhooks/dispatcher.ts';
+import { ensureSigningKey, SignerCache } from './webhooks/keys.ts';
+import { AddressPolicy, type Resolver } from './webhooks/ssrf.ts';
+
+export const CLOUD_VERSION = '0.1.0';
+
+export interface BuildCloudOptions {
+  logger: Logger;
+  /** Replace the local process driver (e.g. a Kubernetes driver). */
+  driver?: NodeDriver;
+  /** DNS for webhook destinations (tests inject one to simulate hostile DNS). */
+  resolver?: Resolver;
+  onAttempt?: DispatcherOptions['onAttempt'];
+}
+
+export interface Cloud {
+  app: ServiceApp;
+  db: CloudDb;
+  dialect: Dialect;
+  manager: NodeManager;
+  supervisor: Supervisor;
+  dispatcher: Dispatcher;
+  /** Starts the supervisor and the dispatcher (the HTTP app is listened on by the caller). */
+  startWorkers(): void;
+  /** Stops workers (and node processes with `stopNodes`), then closes the database. */
+  close(opts?: { stopNodes?: boolean }): Promise<void>;
+}
+
+/** Where nodes point: `[backend]` if set, else the running devnet in `devnet_dir`. */
+export function backendResolver(cfg: CloudConfig): () => NodeBackend {
+  const b = cfg.backend;
+  if (b.btc_rpc_address) {
+    const fixed: NodeBackend = {
+      btcRpcAddress: b.btc_rpc_address,
+      btcRpcUser: b.btc_rpc_user ?? '',
+      btcRpcPassword: b.btc_rpc_password ?? '',
+      indexerAddress: b.indexer_address ?? '',
+      proxyAddress: b.proxy_address ?? [],
+    };
+    return () => fixed;
+  }
+  const dir = b.devnet_dir ?? process.env.RGBX_DEVNET_DIR ?? join(REPO_ROOT, '.devnet');
+  return () => {
+    const s = devnetStatus(dir);
+    if (!s.running || !s.info)
+      throw new Error(`no [backend] configured and the devnet in ${dir} is not running`);
+    const rpc = new URL(s.info.bitcoind.rpc_url);
+    return {
+      btcRpcAddress: `${rpc.hostname}:${rpc.port}`,
+      btcRpcUser: s.info.bitcoind.rpc_user,
+      btcRpcPassword: s.info.bitcoind.rpc_password,
+      indexerAddress: s.info.electrum,
+      proxyAddress: [s.info.proxy],
+    };
+  };
+}
+
+export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Promise<Cloud> {
+  const { db, dialect, close: closeDb } = await openCloudDatabase(cfg.databaseUrl, cfg.dataDir);
+  try {
+    await ensureSigningKey(db);
+  } catch (err) {
+    await closeDb();
+    throw err;
+  }
+  const logger = opts.logger;
+  const w = cfg.webhooks;
+  const policy = new AddressPolicy({ allowCidrs: w.allow_cidrs, allowHttp: w.allow_http });
+  const dispatcher = new Dispatcher({
+    db,
+    signer: new SignerCache(db),
+    policy,
+    ...(opts.resolver ? { resolver: opts.resolver } : {}),
+    retry: { scheduleMs: w.retry_schedule_ms, jitter: w.jitter, giveUpAfterMs: w.give_up_after_ms },
+    connectTimeoutMs: w.connect_timeout_ms,
+    requestTimeoutMs: w.request_timeout_ms,
+    responseSnippetBytes: w.response_snippet_bytes,
+    concurrency: w.concurrency,
+    pollIntervalMs: w.poll_interval_ms,
+    retentionMs: w.retention_days * 86_400_000,
+    ...(w.extra_ca_file ? { extraCa: readFileSync(w.extra_ca_file, 'utf8') } : {}),
+    logger: logger.child({ component: 'webhooks' }),
+    ...(opts.onAttempt ? { onAttempt: opts.onAttempt } : {}),
+  });
+  const deps: StatusDeps = {
+    db,
+    dialect,
+    maxPayloadBytes: w.max_payload_bytes,
+    onEvent: () => dispatcher.wake(),
+  };
+  const n = cfg.nodes;
+  const driver =
+    opts.driver ??
+    new LocalProcessDriver({
+      walletNodeMain: cfg.walletNodeMain,
+      backend: backendResolver(cfg),
+      healthTimeoutMs: n.health_timeout_ms,
+    });
+  const locks = new NodeLocks();
+  const supervisor = new Supervisor({
+    deps,
+    driver,
+    locks,
+    logger: logger.child({ component: 'supervisor' }),
+    startTimeoutMs: n.start_timeout_ms,
+    healthIntervalMs: n.health_interval_ms,
+    unhealthyThreshold: n.unhealthy_threshold,
+    stopGraceMs: n.stop_grace_ms,
+    restartBackoffMs: n.restart_backoff_ms,
+    maxRestarts: n.max_restarts,
+    restartWindowMs: n.restart_window_ms,
+  });
+  const manager = new NodeManager({
+    deps,
+    locks,
+    supervisor,
+    policy,
+    dataDir: cfg.dataDir,
+    networks: n.networks,
+    maxPerAccount: n.max_per_account,
+  });
+
+  const app = createServer({
+    name: 'cloud',
+    version: CLOUD_VERSION,
+    logger,
+    bodyLimit: cfg.api.body_limit_bytes,
+    envelope: cloudEnvelope,
+    swagger: { title: 'rgbx cloud API', description: 'Hosted wallet nodes with signed status webhooks' },
+  });
+  app.addSchema(ErrorEnvelope.schema);
+  app.get('/healthcheck', { schema: { hide: true } }, async (_req, reply) => reply.code(200).send());
+  registerRoutes(app, { db, manager, wakeDispatcher: () => dispatcher.wake() });
+  registerConsole(app);
+
+  let closed = false;
+  return {
+    app,
+    db,
+    dialect,
+    manager,
+    supervisor,
+    dispatcher,
+    startWorkers() {
+      supervisor.start();
+      dispatcher.start();
+    },
+    async close(o = {}) {
+      if (closed) return;
+      closed = true;
+      await supervisor.stop();
+      await dispatcher.stop();
+      if (o.stopNodes ?? n.stop_on_shutdown) await supervisor.stopAllProcesses();
+      await app.close();
+      await closeDb();
+    },
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * The cloud service's TOML configuration (`-c FILE`), checked strictly by the kit's loader.
+ * Every key has a default, so an empty file runs a dev cloud on the devnet.
+ */
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+/** The repository root (src/ and dist/ sit at the same depth). */
+export const REPO_ROOT = resolve(here, '../../..');
+/** The wallet node the local driver runs, unless `[nodes] wallet_node_main` says otherwise. */
+export const WALLET_NODE_MAIN = resolve(REPO_ROOT, 'apps/wallet-node/dist/main.js');
+
+const Ms = (def: number, min = 0) => Type.Integer({ minimum: min, default: def });
+
+export const ConfigSchema = Type.Object({
+  api: Type.Object(
+    {
+      listen_address: Type.String({ minLength: 1, default: '127.0.0.1' }),
+      port: Type.Integer({ minimum: 0, maximum: 65535, default: 3100 }),
+      body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024, default: 64 * 1024 }),
+    },
+    { default: {} },
+  ),
+  database: Type.Object(
+    {
+      /** `sqlite:<path>` or `postgres://…`; default `sqlite:<data_dir>/cloud.db`. */
+      url: Type.Optional(Type.String({ minLength: 1 })),
+    },
+    { default: {} },
+  ),
+  cloud: Type.Object(
+    {
+      data_dir: Type.String({ minLength: 1, default: '.cloud' }),
+      log_level: Type.Union(
+        ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+        { default: 'info' },
+      ),
+    },
+    { default: {} },
+  ),
+  /** Where hosted nodes point. Without `btc_rpc_address`, the devnet in `devnet_dir` is used. */
+  backend: Type.Object(
+    {
+      devnet_dir: Type.Optional(Type.String({ minLength: 1 })),
+      btc_rpc_address: Type.Optional(Type.String({ minLength: 1 })),
+      btc_rpc_user: Type.Optional(Type.String()),
+      btc_rpc_password: Type.Optional(Type.String()),
+      indexer_address: Type.Optional(Type.String({ pattern: '^tcp://' })),
+      proxy_address: Type.Optional(Type.Array(Type.String({ pattern: '^rpc://' }))),
+    },
+    { default: {} },
+  ),
+  nodes: Type.Object(
+    {
+      wallet_node_main: Type.Optional(Type.String({ minLength: 1 })),
+      networks: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['regtest'] }),
+      max_per_account: Type.Integer({ minimum: 1, default: 20 }),
+      start_timeout_ms: Ms(120_000, 1000),
+      health_interval_ms: Ms(2_000, 100),
+      health_timeout_ms: Ms(2_000, 100),
+      /** Consecutive failed health checks of a running node before it is FAILED. */
+      unhealthy_threshold: Type.Integer({ minimum: 1, default: 3 }),
+      stop_grace_ms: Ms(15_000, 100),
+      /** Waits before automatic restarts 1, 2, 3… of a FAILED node. */
+      restart_backoff_ms: Type.Array(Type.Integer({ minimum: 0 }), { default: [1_000, 5_000, 30_000] }),
+      /** At most this many automatic restarts within `restart_window_ms`; then the node stays FAILED. */
+      max_restarts: Type.Integer({ minimum: 0, default: 3 }),
+      restart_window_ms: Ms(600_000, 1000),
+      /** Stop the hosted nodes when the cloud service stops (default: they keep running and are re-adopted). */
+      stop_on_shutdown: Type.Boolean({ default: false }),
+    },
+    { default: {} },
+  ),
+  webhooks: Type.Object(
+    {
+      /** Delay before attempt 2, 3, … (the last value repeats until the give-up window ends). */
+      retry_schedule_ms: Type.Array(Type.Integer({ minimum: 0 }), {
+        minItems: 1,
+        default: [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000],
+      }),
+      /** ± fraction of random jitter added to every retry delay. */
+      jitter: Type.Number({ minimum: 0, maximum: 0.5, default: 0.1 }),
+      /** An event undelivered this long after its first attempt is abandoned and the endpoint marked failing. */
+      give_up_after_ms: Ms(259_200_000, 1000),
+      connect_timeout_ms: Ms(5_000, 100),
+      request_timeout_ms: Ms(10_000, 100),
+      max_payload_bytes: Type.Integer({ minimum: 256, default: 16 * 1024 }),
+      /** Response bytes kept in the delivery log. */
+      response_snippet_bytes: Type.Integer({ minimum: 0, maximum: 65536, default: 1024 }),
+      /** Deliveries in flight at once (never two for one node). */
+      concurrency: Type.Integer({ minimum: 1, maximum: 256, default: 16 }),
+      /** How often the dispatcher looks for due retries (new events wake it at once). */
+      poll_interval_ms: Ms(1_000, 10),
+      /** Delivered events (and their attempt logs) older than this are deleted; abandoned ones are kept. */
+      retention_days: Type.Integer({ minimum: 1, default: 30 }),
+      /** Dev allowlist: destinations (CIDRs) allowed although private/loopback/link-local. */
+      allow_cidrs: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+      /** Dev only: allow `http://` URLs whose host resolves inside `allow_cidrs`. */
+      allow_http: Type.Boolean({ default: false }),
+      /** Extra trusted CA certificates (PEM file), for dev receivers with self-signed certificates. */
+      extra_ca_file: Type.Optional(Type.String({ minLength: 1 })),
+    },
+    { default: {} },
+  ),
+});
+
+export type FileConfig = Static<typeof ConfigSchema>;
+
+export interface CloudConfig extends FileConfig {
+  /** Absolute data directory. */
+  dataDir: string;
+  databaseUrl: string;
+  walletNodeMain: string;
+}
+
+/** Loads and resolves a configuration (paths relative to the working directory). */
+export function loadConfig(source: { file?: string; text?: string }, env = process.env): CloudConfig {
+  const file = loadTomlConfig(
+    ConfigSchema,
+    source.file === undefined && source.text === undefined ? { text: '' } : source,
+    { env },
+  );
+  const dataDir = resolve(file.cloud.data_dir);
+  return {
+    ...file,
+    dataDir,
+    databaseUrl: file.database.url ?? `sqlite:${resolve(dataDir, 'cloud.db')}`,
+    walletNodeMain: file.nodes.wallet_node_main ? resolve(file.nodes.wallet_node_main) : WALLET_NODE_MAIN,
+  };
+}

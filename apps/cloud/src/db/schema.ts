@@ -1,0 +1,124 @@
+/**
+ * Table types. Times are milliseconds since the epoch (`bigint` columns: PostgreSQL returns them as
+ * strings, so reads go through `num()`).
+ */
+import type { Generated, Kysely } from 'kysely';
+
+export type NodeStatus = 'RUNNING' | 'STARTING' | 'PAUSED' | 'FAILED' | 'IN_PROGRESS';
+export type DesiredState = 'running' | 'paused' | 'deleted';
+export type EventState = 'pending' | 'delivered' | 'abandoned';
+export type AttemptOutcome =
+  | 'in_flight'
+  | 'success'
+  | 'http_error'
+  | 'network_error'
+  | 'timeout'
+  | 'blocked'
+  | 'interrupted';
+export type KeyStatus = 'published' | 'current' | 'retired';
+
+type Ms = number | string;
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  created_at: Ms;
+}
+
+export interface ApiTokensTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** SHA-256 (hex) of the token's secret part; the token itself is never stored. */
+  secret_hash: string;
+  created_at: Ms;
+  last_used_at: Ms | null;
+  revoked_at: Ms | null;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  private_pem: string;
+  public_pem: string;
+  status: KeyStatus;
+  created_at: Ms;
+  activated_at: Ms | null;
+  retired_at: Ms | null;
+}
+
+export interface NodesTable {
+  id: string;
+  account_id: string;
+  name: string;
+  network: string;
+  webhook_url: string | null;
+  status: NodeStatus;
+  desired: DesiredState;
+  /** `restart` while a restart operation is pending. */
+  pending_op: string | null;
+  port: number | null;
+  pid: number | null;
+  started_at: Ms | null;
+  data_dir: string;
+  restart_count: number;
+  restart_window_start: Ms | null;
+  next_restart_at: Ms | null;
+  last_error: string | null;
+  webhook_failing_since: Ms | null;
+  created_at: Ms;
+  updated_at: Ms;
+  deleted_at: Ms | null;
+}
+
+export interface WebhookEventsTable {
+  seq: Generated<number | string>;
+  event_id: string;
+  account_id: string;
+  node_id: string;
+  event_type: string;
+  node_status: string;
+  url: string;
+  /** The exact JSON bytes (UTF-8) sent on every attempt. */
+  body: string;
+  state: EventState;
+  attempts: number;
+  next_attempt_at: Ms;
+  lease_until: Ms | null;
+  first_attempt_at: Ms | null;
+  delivered_at: Ms | null;
+  last_error: string | null;
+  last_status_code: number | null;
+  created_at: Ms;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number | string>;
+  event_seq: number | string;
+  attempt: number;
+  key_id: string;
+  started_at: Ms;
+  finished_at: Ms | null;
+  duration_ms: number | null;
+  outcome: AttemptOutcome;
+  status_code: number | null;
+  error: string | null;
+  response_snippet: string | null;
+}
+
+export interface CloudDatabase {
+  accounts: AccountsTable;
+  api_tokens: ApiTokensTable;
+  signing_keys: SigningKeysTable;
+  nodes: NodesTable;
+  webhook_events: WebhookEventsTable;
+  webhook_attempts: WebhookAttemptsTable;
+}
+
+export type CloudDb = Kysely<CloudDatabase>;
+
+/** A bigint column value as a JS number (PostgreSQL's int8 arrives as a string). */
+export function num(v: number | string): number;
+export function num(v: number | string | null): number | null;
+export function num(v: number | string | null): number | null {
+  return v === null ? null : Number(v);
+}

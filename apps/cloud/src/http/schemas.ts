@@ -1,0 +1,126 @@
+/** Request and response schemas of the cloud API (TypeBox: validation, serialization, OpenAPI). */
+import { type Static, type TSchema, Type } from '@rgbx/service-kit';
+
+/**
+ * An object that refuses unknown keys. The kit's Ajv runs with `removeAdditional`, which silently
+ * strips keys under `additionalProperties: false`; `propertyNames` makes them a 400 instead.
+ */
+function strictObject<T extends Record<string, TSchema>>(properties: T) {
+  return Type.Object(properties, { propertyNames: { enum: Object.keys(properties) } });
+}
+
+const Status = Type.Union([
+  Type.Literal('RUNNING'),
+  Type.Literal('STARTING'),
+  Type.Literal('PAUSED'),
+  Type.Literal('FAILED'),
+  Type.Literal('IN_PROGRESS'),
+]);
+const IsoOrNull = Type.Union([Type.String(), Type.Null()]);
+
+export const WebhookUrl = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'HTTPS URL of the receiving endpoint',
+});
+
+export const NodeIdParams = Type.Object({ nodeId: Type.String({ format: 'uuid' }) });
+export const EventParams = Type.Object({
+  nodeId: Type.String({ format: 'uuid' }),
+  eventId: Type.String({ format: 'uuid' }),
+});
+
+export const CreateNodeBody = strictObject({
+  name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9 ._-]*$' }),
+  network: Type.String({ minLength: 1, maxLength: 32 }),
+  settings: Type.Optional(strictObject({ webhookUrl: Type.Optional(Type.Union([WebhookUrl, Type.Null()])) })),
+});
+export type CreateNodeBody = Static<typeof CreateNodeBody>;
+
+export const SettingsBody = strictObject({
+  webhookUrl: Type.Optional(Type.Union([WebhookUrl, Type.Null()])),
+});
+
+export const Node = Type.Object(
+  {
+    nodeId: Type.String(),
+    name: Type.String(),
+    network: Type.String(),
+    status: Status,
+    settings: Type.Object({ webhookUrl: Type.Union([Type.String(), Type.Null()]) }),
+    apiUrl: Type.Union([Type.String(), Type.Null()], {
+      description: 'Where the node’s wallet API listens (while it runs)',
+    }),
+    lastError: Type.Union([Type.String(), Type.Null()]),
+    restartCount: Type.Integer(),
+    nextRestartAt: IsoOrNull,
+    webhook: Type.Object({
+      failing: Type.Boolean({
+        description: 'An event was abandoned after the give-up window; cleared by the next success',
+      }),
+      failingSince: IsoOrNull,
+      pending: Type.Integer(),
+      delivered: Type.Integer(),
+      abandoned: Type.Integer(),
+    }),
+    createdAt: Type.String(),
+    updatedAt: Type.String(),
+  },
+  { $id: 'Node' },
+);
+export type NodeView = Static<typeof Node>;
+
+const Attempt = Type.Object({
+  attempt: Type.Integer(),
+  keyId: Type.String(),
+  startedAt: Type.String(),
+  durationMs: Type.Union([Type.Integer(), Type.Null()]),
+  outcome: Type.String({
+    description: 'in_flight | success | http_error | network_error | timeout | blocked | interrupted',
+  }),
+  statusCode: Type.Union([Type.Integer(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+  responseSnippet: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const WebhookEvent = Type.Object(
+  {
+    eventId: Type.String(),
+    sequence: Type.Integer(),
+    eventType: Type.String(),
+    status: Type.String(),
+    url: Type.String(),
+    payload: Type.String({ description: 'The exact body sent on every attempt' }),
+    state: Type.String({ description: 'pending | delivered | abandoned' }),
+    attempts: Type.Integer(),
+    nextAttemptAt: IsoOrNull,
+    deliveredAt: IsoOrNull,
+    lastError: Type.Union([Type.String(), Type.Null()]),
+    lastStatusCode: Type.Union([Type.Integer(), Type.Null()]),
+    createdAt: Type.String(),
+    attemptLog: Type.Array(Attempt),
+  },
+  { $id: 'WebhookEvent' },
+);
+
+export const PublicKeyResponse = Type.Object({
+  data: Type.String({ description: 'PEM (SPKI) of the current signing key' }),
+  keyId: Type.String({
+    description: 'RFC 7638 thumbprint of the current key; sent as X-Service-Signature-Key-Id',
+  }),
+  algorithm: Type.Literal('RSA-SHA256'),
+  padding: Type.Literal('PKCS1-v1_5'),
+  signatureHeader: Type.Literal('X-Service-Signature'),
+  signatureEncoding: Type.Literal('base64'),
+  keys: Type.Array(
+    Type.Object({
+      keyId: Type.String(),
+      status: Type.String({ description: 'current (signs now) | published (announced, accept it too)' }),
+      pem: Type.String(),
+      createdAt: Type.String(),
+      activatedAt: IsoOrNull,
+    }),
+  ),
+});
+
+export const ListQuery = strictObject({ limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }) });

@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+/**
+ * rgbx-cloud: the cloud hosting service (`npm run cloud -- -c FILE`) and its admin commands
+ * (`tokens …`, `keys …`). Admin commands work on the same database, with or without the service
+ * running.
+ */
+import { ConfigError, createLogger, formatConfigError, runService } from '@rgbx/service-kit';
+import { createToken, listTokens, revokeToken } from './auth/tokens.ts';
+import { type Command, parseCli, USAGE, UsageError } from './cli.ts';
+import { buildCloud } from './cloud.ts';
+import { type CloudConfig, loadConfig } from './config.ts';
+import { openCloudDatabase } from './db/open.ts';
+import { activateKey, addKey, ensureSigningKey, KeyRingError, listKeys, retireKey } from './webhooks/keys.ts';
+
+const out = (s: string) => process.stdout.write(`${s}\n`);
+
+async function admin(cfg: CloudConfig, command: Command): Promise<number> {
+  const { db, close } = await openCloudDatabase(cfg.databaseUrl, cfg.dataDir);
+  try {
+    switch (command.kind) {
+      case 'tokens-create': {
+        const { token, info } = await createToken(db, command.account, command.name);
+        out(JSON.stringify({ token, id: info.id, account: info.account, name: info.name }));
+        process.stderr.write('Store this token now: it is not shown again.\n');
+        return 0;
+      }
+      case 'tokens-list': {
+        const rows = await listTokens(db, command.account);
+        if (command.json) out(JSON.stringify(rows));
+        else
+          for (const t of rows)
+            out(
+              `${t.id}  ${t.account}  ${t.name}  created ${t.createdAt}${t.revokedAt ? `  REVOKED ${t.revokedAt}` : ''}`,
+            );
+        return 0;
+      }
+      case 'tokens-revoke': {
+        if (await revokeToken(db, command.id)) {
+          out(`revoked ${command.id.length > 16 ? 'token' : command.id}`);
+          return 0;
+        }
+        process.stderr.write(`rgbx-cloud: no active token ${JSON.stringify(command.id.slice(0, 16))}\n`);
+        return 1;
+      }
+      case 'keys-list':
+        await ensureSigningKey(db);
+        out(JSON.stringify(await listKeys(db), null, 2));
+        return 0;
+      case 'keys-add':
+        await ensureSigningKey(db);
+        out(JSON.stringify({ keyId: await addKey(db), status: 'published' }));
+        return 0;
+      case 'keys-activate':
+        await activateKey(db, command.kid);
+        out(JSON.stringify({ keyId: command.kid, status: 'current' }));
+        return 0;
+      case 'keys-retire':
+        await retireKey(db, command.kid);
+        out(JSON.stringify({ keyId: command.kid, status: 'retired' }));
+        return 0;
+      default:
+        return 2;
+    }
+  } catch (err) {
+    if (err instanceof KeyRingError) {
+      process.stderr.write(`rgbx-cloud: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    await close();
+  }
+}
+
+async function main(): Promise<number | undefined> {
+  let cli: ReturnType<typeof parseCli>;
+  let cfg: CloudConfig;
+  try {
+    cli = parseCli(process.argv.slice(2));
+    if (cli.command.kind === 'help') {
+      out(USAGE);
+      return 0;
+    }
+    cfg = loadConfig(cli.config === undefined ? {} : { file: cli.config });
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`rgbx-cloud: ${err.message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`rgbx-cloud: ${formatConfigError(err)}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (cli.command.kind !== 'serve') return admin(cfg, cli.command);
+
+  const logger = createLogger({ name: 'cloud', level: cfg.cloud.log_level, destination: 2 });
+  const cloud = await buildCloud(cfg, { logger });
+  const svc = await runService({
+    app: cloud.app,
+    host: cfg.api.listen_address,
+    port: cfg.api.port,
+    logger,
+    onShutdown: () => cloud.close(),
+  });
+  cloud.startWorkers();
+  logger.info({ dialect: cloud.dialect, dataDir: cfg.dataDir }, 'cloud started');
+  out(JSON.stringify({ event: 'listening', url: svc.address.url }));
+  return undefined;
+}
+
+main().then(
+  (code) => {
+    if (code !== undefined) process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`rgbx-cloud: fatal: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

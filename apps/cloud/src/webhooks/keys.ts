@@ -1,0 +1,203 @@
+/**
+ * The webhook signing key ring, kept in the database: RSA 3072-bit keys, one `current` (signs every
+ * delivery), any number `published` (announced by `GET /api/webhook-public-key` so receivers can
+ * pin them before they sign), and `retired` ones (private part erased). Rotation: `keys add` →
+ * receivers fetch the new key → `keys activate KID` → `keys retire OLD_KID`.
+ * The key id is the RFC 7638 JWK thumbprint (SHA-256, base64url).
+ */
+import { createHash, createPrivateKey, generateKeyPair, type KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
+import { isUniqueViolation } from '@rgbx/store';
+import type { CloudDb, KeyStatus } from '../db/schema.ts';
+import { num } from '../db/schema.ts';
+
+const generate = promisify(generateKeyPair);
+
+export const KEY_BITS = 3072;
+
+export interface PublishedKey {
+  keyId: string;
+  status: Exclude<KeyStatus, 'retired'>;
+  pem: string;
+  createdAt: string;
+  activatedAt: string | null;
+}
+
+export interface Signer {
+  keyId: string;
+  privateKey: KeyObject;
+}
+
+/** RFC 7638 thumbprint of an RSA public key. */
+export function keyIdOf(publicKey: KeyObject): string {
+  const jwk = publicKey.export({ format: 'jwk' }) as { e: string; n: string };
+  const canonical = JSON.stringify({ e: jwk.e, kty: 'RSA', n: jwk.n });
+  return createHash('sha256').update(canonical).digest('base64url');
+}
+
+async function newKey(): Promise<{ kid: string; privatePem: string; publicPem: string }> {
+  const { privateKey, publicKey } = await generate('rsa', {
+    modulusLength: KEY_BITS,
+    publicExponent: 0x10001,
+  });
+  return {
+    kid: keyIdOf(publicKey),
+    privatePem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+    publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
+  };
+}
+
+/** Generates the first key at first start; later starts keep the stored one. Returns the current kid. */
+export async function ensureSigningKey(db: CloudDb, now = Date.now()): Promise<string> {
+  const cur = await db
+    .selectFrom('signing_keys')
+    .select('kid')
+    .where('status', '=', 'current')
+    .executeTakeFirst();
+  if (cur) return cur.kid;
+  const k = await newKey();
+  try {
+    await db
+      .insertInto('signing_keys')
+      .values({
+        kid: k.kid,
+        private_pem: k.privatePem,
+        public_pem: k.publicPem,
+        status: 'current',
+        created_at: now,
+        activated_at: now,
+        retired_at: null,
+      })
+      .execute();
+    return k.kid;
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    // Another instance created it first.
+    const row = await db
+      .selectFrom('signing_keys')
+      .select('kid')
+      .where('status', '=', 'current')
+      .executeTakeFirstOrThrow();
+    return row.kid;
+  }
+}
+
+/** Adds a new key, published but not yet signing. */
+export async function addKey(db: CloudDb, now = Date.now()): Promise<string> {
+  const k = await newKey();
+  await db
+    .insertInto('signing_keys')
+    .values({
+      kid: k.kid,
+      private_pem: k.privatePem,
+      public_pem: k.publicPem,
+      status: 'published',
+      created_at: now,
+      activated_at: null,
+      retired_at: null,
+    })
+    .execute();
+  return k.kid;
+}
+
+export class KeyRingError extends Error {
+  override readonly name = 'KeyRingError';
+}
+
+/** Makes a published key the signing key; the previous one stays published until retired. */
+export async function activateKey(db: CloudDb, kid: string, now = Date.now()): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const row = await tx
+      .selectFrom('signing_keys')
+      .select('status')
+      .where('kid', '=', kid)
+      .executeTakeFirst();
+    if (!row) throw new KeyRingError(`no key ${kid}`);
+    if (row.status === 'current') return;
+    if (row.status !== 'published')
+      throw new KeyRingError(`key ${kid} is ${row.status}; only a published key can be activated`);
+    await tx
+      .updateTable('signing_keys')
+      .set({ status: 'published' })
+      .where('status', '=', 'current')
+      .execute();
+    await tx
+      .updateTable('signing_keys')
+      .set({ status: 'current', activated_at: now })
+      .where('kid', '=', kid)
+      .execute();
+  });
+}
+
+/** Retires a published (non-current) key: no longer announced, private key erased. */
+export async function retireKey(db: CloudDb, kid: string, now = Date.now()): Promise<void> {
+  const row = await db.selectFrom('signing_keys').select('status').where('kid', '=', kid).executeTakeFirst();
+  if (!row) throw new KeyRingError(`no key ${kid}`);
+  if (row.status === 'current') throw new KeyRingError(`key ${kid} is current; activate another key first`);
+  if (row.status === 'retired') return;
+  await db
+    .updateTable('signing_keys')
+    .set({ status: 'retired', retired_at: now, private_pem: '' })
+    .where('kid', '=', kid)
+    .execute();
+}
+
+/** The keys receivers should accept: current first, then the other published ones. */
+export async function publishedKeys(db: CloudDb): Promise<PublishedKey[]> {
+  const rows = await db
+    .selectFrom('signing_keys')
+    .select(['kid', 'status', 'public_pem', 'created_at', 'activated_at'])
+    .where('status', 'in', ['current', 'published'])
+    .orderBy('created_at')
+    .execute();
+  const keys = rows.map((r) => ({
+    keyId: r.kid,
+    status: r.status as PublishedKey['status'],
+    pem: r.public_pem,
+    createdAt: new Date(num(r.created_at)).toISOString(),
+    activatedAt: r.activated_at === null ? null : new Date(num(r.activated_at)).toISOString(),
+  }));
+  return [...keys.filter((k) => k.status === 'current'), ...keys.filter((k) => k.status !== 'current')];
+}
+
+export async function listKeys(db: CloudDb) {
+  const rows = await db
+    .selectFrom('signing_keys')
+    .select(['kid', 'status', 'created_at', 'activated_at', 'retired_at'])
+    .orderBy('created_at')
+    .execute();
+  return rows.map((r) => ({
+    keyId: r.kid,
+    status: r.status,
+    createdAt: new Date(num(r.created_at)).toISOString(),
+    activatedAt: r.activated_at === null ? null : new Date(num(r.activated_at)).toISOString(),
+    retiredAt: r.retired_at === null ? null : new Date(num(r.retired_at)).toISOString(),
+  }));
+}
+
+/** Caches the parsed current private key; re-reads the kid at most every `ttlMs`. */
+export class SignerCache {
+  private cached: Signer | undefined;
+  private checkedAt = 0;
+  private readonly db: CloudDb;
+  private readonly ttlMs: number;
+
+  constructor(db: CloudDb, ttlMs = 1_000) {
+    this.db = db;
+    this.ttlMs = ttlMs;
+  }
+
+  async current(now = Date.now()): Promise<Signer> {
+    if (this.cached && now - this.checkedAt < this.ttlMs) return this.cached;
+    const row = await this.db
+      .selectFrom('signing_keys')
+      .select(['kid', 'private_pem'])
+      .where('status', '=', 'current')
+      .executeTakeFirst();
+    if (!row) throw new KeyRingError('no current signing key');
+    if (this.cached?.keyId !== row.kid)
+      this.cached = { keyId: row.kid, privateKey: createPrivateKey(row.private_pem) };
+    this.checkedAt = now;
+    return this.cached;
+  }
+}
