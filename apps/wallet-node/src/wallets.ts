@@ -211,7 +211,8 @@ export class WalletRegistry {
         () => {
           const now = Date.now();
           for (const ctx of [...this.#contexts.values()]) {
-            if (now - ctx.lastUsed > idleMs && ctx.slot.queued === 0 && ctx.wallet) {
+            // Also forgets contexts that never opened (bounded memory however many fingerprints are seen).
+          if (now - ctx.lastUsed > idleMs && ctx.slot.queued === 0) {
               this.drop(ctx, 'background').catch((err: Error) =>
                 this.#log.warn({ err: err.message }, 'idle drop failed'),
               );
