@@ -58,6 +58,9 @@ async function post(
   };
 }
 
+/** Changes the last base58 character (always to a different one), breaking the checksum. */
+const corruptLast = (s: string) => `${s.slice(0, -1)}${s.endsWith('x') ? 'y' : 'x'}`;
+
 const hdrs = (k: Keys) => ({
   'xpub-van': k.accountXpubVanilla,
   'xpub-col': k.accountXpubColored,
@@ -315,7 +318,7 @@ describe('errors', () => {
 
       const bad = await post('/wallet/listassets', {
         ...hdrs(keysA),
-        'xpub-van': `${keysA.accountXpubVanilla.slice(0, -1)}x`,
+        'xpub-van': corruptLast(keysA.accountXpubVanilla),
       });
       expect(bad.status).toBe(400);
       expect(JSON.parse(bad.text).error).toMatchObject({ code: 1011, status: 'invalid_header' });

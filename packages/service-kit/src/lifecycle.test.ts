@@ -23,6 +23,10 @@ describe('runService (in process)', () => {
       return { done: true };
     });
     const events: string[] = [];
+    // Recorded on the server: the response was sent before onShutdown ran (a client-side record could lag).
+    app.addHook('onResponse', async (req) => {
+      if (req.url === '/slow') events.push('response');
+    });
     const svc = await runService({
       app,
       host: '127.0.0.1',
@@ -35,10 +39,10 @@ describe('runService (in process)', () => {
     });
     expect(svc.address.port).toBeGreaterThan(0);
     expect(svc.address.url).toBe(`http://127.0.0.1:${svc.address.port}`);
-    const inflight = fetch(`${svc.address.url}/slow`).then(async (r) => {
-      events.push('response');
-      return { status: r.status, body: await r.json() };
-    });
+    const inflight = fetch(`${svc.address.url}/slow`).then(async (r) => ({
+      status: r.status,
+      body: await r.json(),
+    }));
     await started; // the request is in flight inside the handler (no timing guess on a loaded machine)
     await svc.close();
     expect(await inflight).toEqual({ status: 200, body: { done: true } });
