@@ -212,7 +212,7 @@ export class WalletRegistry {
           const now = Date.now();
           for (const ctx of [...this.#contexts.values()]) {
             // Also forgets contexts that never opened (bounded memory however many fingerprints are seen).
-          if (now - ctx.lastUsed > idleMs && ctx.slot.queued === 0) {
+            if (now - ctx.lastUsed > idleMs && ctx.slot.queued === 0) {
               this.drop(ctx, 'background').catch((err: Error) =>
                 this.#log.warn({ err: err.message }, 'idle drop failed'),
               );
