@@ -90,6 +90,11 @@ export class ChainIndex {
     this.#batchSize = opts.batchSize ?? 25;
   }
 
+  /** The sync pass in flight, if any: readers wait for it so they never see blocks without their mempool. */
+  get inFlight(): Promise<SyncResult> | null {
+    return this.#syncing;
+  }
+
   get height(): number {
     return this.headers.length - 1;
   }
@@ -226,15 +231,17 @@ export class ChainIndex {
       if (h.length === 0) this.#history.delete(sh);
       touched.add(sh);
     }
-    for (const k of undo.created) {
-      const out = this.#outputs.get(k);
-      this.#outputs.delete(k);
-      if (out) this.#utxosBySh.get(out.sh)?.delete(k);
-    }
+    // Restore what the block spent first, then remove what it created: an output created and spent inside
+    // the same block must end up absent (restoring after the removal would resurrect it as confirmed).
     for (const [k, out] of undo.spent) {
       this.#outputs.set(k, out);
       const set = getOrInit(this.#utxosBySh, out.sh, () => new Set());
       set.add(k);
+    }
+    for (const k of undo.created) {
+      const out = this.#outputs.get(k);
+      this.#outputs.delete(k);
+      if (out) this.#utxosBySh.get(out.sh)?.delete(k);
     }
     this.headers.pop();
     this.hashes.pop();

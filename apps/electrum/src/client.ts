@@ -62,7 +62,13 @@ export class ElectrumClient {
       const line = this.#buf.slice(0, nl);
       this.#buf = this.#buf.slice(nl + 1);
       this.lines.push(line);
-      const msg = JSON.parse(line) as {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        continue; // not JSON: kept in `lines` for tests, ignored otherwise
+      }
+      const msg = parsed as {
         id?: number;
         result?: unknown;
         error?: { code: number; message: string };
@@ -85,6 +91,7 @@ export class ElectrumClient {
   }
 
   request<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
+    if (this.#socket.destroyed) return Promise.reject(new Error('connection closed'));
     const id = this.#nextId++;
     return new Promise<T>((resolve, reject) => {
       this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject });

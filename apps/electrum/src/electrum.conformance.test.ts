@@ -419,6 +419,45 @@ describe('reorg', () => {
   });
 });
 
+describe('reorg of a block that creates and spends the same output', () => {
+  it('leaves no resurrected confirmed UTXO after invalidateblock', async () => {
+    const c = await client();
+    const a = await devnet.wallet.call<string>('getnewaddress');
+    const shA = await scripthashOf(a);
+    const parent = await devnet.fund(a, '0.3');
+    const tx = await devnet.rpc<{ vout: Array<{ scriptPubKey: { address?: string } }> }>(
+      'getrawtransaction',
+      [parent, true],
+    );
+    const vout = tx.vout.findIndex((o) => o.scriptPubKey.address === a);
+    const b = await devnet.wallet.call<string>('getnewaddress');
+    const raw = await devnet.wallet.call<string>('createrawtransaction', [
+      [{ txid: parent, vout }],
+      [{ [b]: '0.299' }],
+    ]);
+    const signed = await devnet.wallet.call<{ hex: string }>('signrawtransactionwithwallet', [raw]);
+    await devnet.rpc('sendrawtransaction', [signed.hex]);
+    const [hash] = await devnet.mine(1); // parent and child in one block
+    await waitTip(c, await devnet.rpc<number>('getblockcount'));
+    expect(await c.request('blockchain.scripthash.get_balance', [shA])).toEqual({
+      confirmed: 0,
+      unconfirmed: 0,
+    });
+    await devnet.rpc('invalidateblock', [hash]);
+    const bal = await eventually(
+      () => c.request<{ confirmed: number; unconfirmed: number }>('blockchain.scripthash.get_balance', [shA]),
+      (x) => x.confirmed === 0 && x.unconfirmed === 0,
+    );
+    // Both txs are back in the mempool: A's output exists only there, already spent by the child.
+    expect(bal).toEqual({ confirmed: 0, unconfirmed: 0 });
+    expect(await c.request('blockchain.scripthash.listunspent', [shA])).toEqual([]);
+    const hist = await c.request<Array<{ height: number }>>('blockchain.scripthash.get_history', [shA]);
+    expect(hist.map((h) => h.height).sort()).toEqual([-1, 0]);
+    await devnet.rpc('reconsiderblock', [hash]);
+    await devnet.mine(1);
+  });
+});
+
 describe('robustness', () => {
   it('answers malformed input with JSON-RPC errors and keeps the connection', async () => {
     const c = await client();

@@ -49,7 +49,12 @@ const silent: Logger = { info() {}, warn() {}, error() {}, debug() {} };
 interface Session extends SessionState {
   socket: Socket;
   queue: Promise<void>;
+  /** Requests read but not yet answered; reading pauses above MAX_QUEUED. */
+  queued: number;
+  closing: boolean;
 }
+
+const MAX_QUEUED = 1000;
 
 /**
  * Electrum protocol server (1.4 and 1.6) over newline-delimited JSON-RPC on TCP, backed by bitcoind.
@@ -71,6 +76,8 @@ export class ElectrumServer {
   #lastSyncStart = 0;
   /** Start time of the newest sync known to have completed: state is at least that fresh. */
   #freshAsOf = -1;
+  #pendingTouched: Set<string> | null = null;
+  #notifiedTip: string | undefined;
   #closing = false;
 
   constructor(opts: ElectrumServerOptions) {
@@ -195,6 +202,8 @@ export class ElectrumServer {
     const session: Session = {
       socket,
       queue: Promise.resolve(),
+      queued: 0,
+      closing: false,
       version: '1.4',
       versionNegotiated: false,
       headersSubscribed: false,
@@ -204,6 +213,7 @@ export class ElectrumServer {
     let pending: Buffer[] = [];
     let pendingLen = 0;
     socket.on('data', (chunk: Buffer) => {
+      if (session.closing) return;
       let start = 0;
       for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
         pending.push(chunk.subarray(start, nl));
@@ -239,8 +249,22 @@ export class ElectrumServer {
 
   /** Requests of one connection are answered in order; connections are independent. */
   #enqueue(session: Session, line: Buffer, arrivedAt: number): void {
+    session.queued++;
+    if (session.queued > MAX_QUEUED) session.socket.pause(); // back-pressure on a client that floods us
     session.queue = session.queue.then(async () => {
-      if (session.socket.destroyed) return;
+      try {
+        await this.#process(session, line, arrivedAt);
+      } finally {
+        session.queued--;
+        if (session.queued < MAX_QUEUED / 10 && session.socket.isPaused() && !session.closing)
+          session.socket.resume();
+      }
+    });
+  }
+
+  async #process(session: Session, line: Buffer, arrivedAt: number): Promise<void> {
+    {
+      if (session.socket.destroyed || session.closing) return;
       const text = line.toString('utf8').trim();
       if (text.length === 0) return;
       let msg: unknown;
@@ -273,7 +297,7 @@ export class ElectrumServer {
       }
       const r = await this.#handle(session, msg, arrivedAt);
       if (r !== null) this.#writeLine(session, r);
-    });
+    }
   }
 
   /** Returns the serialized response, or null for a notification (no id member). */
