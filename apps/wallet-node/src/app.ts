@@ -56,7 +56,9 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
   // Headers before body, as the reference: a missing header is a 401 even when the body is bad.
   app.addHook('onRequest', async (req, reply) => {
     reply.header('cache-control', 'no-store');
-    if (!WALLET_PATH.test(req.url) || req.method !== 'POST') return;
+    // The matched route pattern, not the raw URL: `/%77allet/…` or an absolute-form URL cannot dodge the check.
+    const route = req.routeOptions.url;
+    if (route === undefined || !WALLET_PATH.test(route) || req.method !== 'POST') return;
     const id = readIdentity(req.headers, cfg.wallet.network);
     if (!id) {
       return reply.code(401).type('text/plain; charset=utf-8').send(MISSING_HEADERS_TEXT);

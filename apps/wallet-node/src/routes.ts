@@ -4,7 +4,13 @@ import type { FastifyReply, FastifyRequest, ServiceApp } from '@rgbx/service-kit
 import { Type } from '@rgbx/service-kit';
 import type { WalletNodeConfig } from './config.ts';
 import { E, RGB_VARIANTS } from './errors.ts';
-import { HEADER_FINGERPRINT, HEADER_XPUB_COL, HEADER_XPUB_VAN, type WalletIdentity } from './identity.ts';
+import {
+  HEADER_FINGERPRINT,
+  HEADER_XPUB_COL,
+  HEADER_XPUB_VAN,
+  MISSING_HEADERS_TEXT,
+  type WalletIdentity,
+} from './identity.ts';
 import { snakeKeys, toJson, toU64 } from './json.ts';
 import type { WalletContext, WalletRegistry } from './wallets.ts';
 
@@ -108,7 +114,9 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
         },
       },
       async (req, reply) => {
-        const ctx = registry.resolve(req.walletIdentity!);
+        if (!req.walletIdentity)
+          return reply.code(401).type('text/plain; charset=utf-8').send(MISSING_HEADERS_TEXT);
+        const ctx = registry.resolve(req.walletIdentity);
         const body = (req.body ?? {}) as B;
         try {
           const value = await registry.use(ctx, { online: o.online }, (w) => handler(ctx, w, body, req));
@@ -377,7 +385,9 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
       },
     },
     async (req, reply) => {
-      const ctx = registry.resolve(req.walletIdentity!);
+      if (!req.walletIdentity)
+        return reply.code(401).type('text/plain; charset=utf-8').send(MISSING_HEADERS_TEXT);
+      const ctx = registry.resolve(req.walletIdentity);
       await registry.drop(ctx);
       return reply.type('application/json; charset=utf-8').send('null');
     },

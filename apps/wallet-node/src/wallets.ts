@@ -26,6 +26,8 @@ export interface WalletContext {
   lastUsed: number;
   /** Set when the context is dropped; calls still queued for it move to the live context. */
   dropped: boolean;
+  /** A background refresh is queued or running for this wallet. */
+  refreshPending: boolean;
 }
 
 function readManifest(dir: string): Manifest | undefined {
@@ -131,6 +133,7 @@ export class WalletRegistry {
       online: false,
       lastUsed: Date.now(),
       dropped: false,
+      refreshPending: false,
     };
     this.#contexts.set(id.fingerprint, ctx);
     return ctx;
@@ -141,12 +144,19 @@ export class WalletRegistry {
    * Calls on one wallet are serialized; wallets in different children run in parallel.
    */
   use<T>(
-    ctx: WalletContext,
+    ctx0: WalletContext,
     opts: { online: boolean; priority?: Priority },
     fn: (w: RgbWallet) => Promise<T>,
   ): Promise<T> {
-    ctx.lastUsed = Date.now();
-    return ctx.slot.run(opts.priority ?? 'foreground', async () => {
+    const priority = opts.priority ?? 'foreground';
+    const foreground = priority === 'foreground';
+    const first = ctx0.dropped ? this.resolve(ctx0.id) : ctx0;
+    // Only client calls count as use: background refreshes must not keep a wallet from going idle.
+    if (foreground) first.lastUsed = Date.now();
+    return first.slot.run(priority, async () => {
+      // Dropped while queued: continue on the live context. A fingerprint never changes child, so this is
+      // still the same queue: the wallet can never be open twice.
+      const ctx = first.dropped ? this.resolve(first.id) : first;
       const w = await this.#ensure(ctx, opts.online);
       try {
         return await fn(w);
@@ -157,7 +167,7 @@ export class WalletRegistry {
         }
         throw err;
       } finally {
-        ctx.lastUsed = Date.now();
+        if (foreground) ctx.lastUsed = Date.now();
       }
     });
   }
@@ -227,12 +237,18 @@ export class WalletRegistry {
     const refreshMs = this.#cfg.refresh_interval_secs * 1000;
     if (refreshMs > 0) {
       const t = setInterval(() => {
+        // Every online wallet gets one queued refresh per interval (at most one pending each), behind any
+        // client call waiting in its child.
         for (const ctx of this.#contexts.values()) {
-          if (!ctx.online || ctx.slot.queued > 0) continue;
-          this.use(ctx, { online: true, priority: 'background' }, (w) => w.refresh(null, [], false)).catch(
-            (err: Error) =>
+          if (!ctx.online || ctx.refreshPending) continue;
+          ctx.refreshPending = true;
+          this.use(ctx, { online: true, priority: 'background' }, (w) => w.refresh(null, [], false))
+            .catch((err: Error) =>
               this.#log.warn({ wallet: ctx.id.fingerprint, err: err.message }, 'background refresh failed'),
-          );
+            )
+            .finally(() => {
+              ctx.refreshPending = false;
+            });
         }
       }, refreshMs);
       t.unref();

@@ -6,6 +6,9 @@
  */
 import { type Static, Type } from 'typebox';
 
+// Request defaults are applied by the service, never by the schema: a schema default would fill the
+// snake_case field before the handler sees a legacy camelCase spelling, silently overriding it.
+
 export type { Static };
 
 export const U64 = Type.Union(
@@ -35,9 +38,9 @@ export const FailTransfersRequest = Type.Object(
   {
     batch_transfer_idx: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 2147483647 }))),
     batchTransferIdx: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 2147483647 }))),
-    no_asset_only: Type.Optional(Type.Boolean({ default: false })),
+    no_asset_only: Type.Optional(Type.Boolean({ description: 'default false' })),
     noAssetOnly: Type.Optional(Type.Boolean()),
-    skip_sync: Type.Optional(Type.Boolean({ default: false })),
+    skip_sync: Type.Optional(Type.Boolean({ description: 'default false' })),
     skipSync: Type.Optional(Type.Boolean()),
   },
   { $id: 'FailTransfersRequest' },
@@ -45,17 +48,17 @@ export const FailTransfersRequest = Type.Object(
 
 export const CreateUtxosBeginRequest = Type.Object(
   {
-    up_to: Type.Optional(Type.Boolean({ default: false })),
+    up_to: Type.Optional(Type.Boolean({ description: 'default false' })),
     upTo: Type.Optional(Type.Boolean()),
-    num: Type.Optional(Type.Integer({ minimum: 1, maximum: 255, default: 5 })),
+    num: Type.Optional(Type.Integer({ minimum: 1, maximum: 255, description: 'default 5' })),
     size: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 4294967295, default: 1000, description: 'sats per UTXO' }),
+      Type.Integer({ minimum: 1, maximum: 4294967295, description: 'sats per UTXO, default 1000' }),
     ),
     fee_rate: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'sat/vB' }),
+      Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'sat/vB, default 1' }),
     ),
     feeRate: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-    skip_sync: Type.Optional(Type.Boolean({ default: false })),
+    skip_sync: Type.Optional(Type.Boolean({ description: 'default false' })),
   },
   { $id: 'CreateUtxosBeginRequest' },
 );
@@ -74,7 +77,7 @@ export const IssueAssetNiaRequest = Type.Object(
   {
     ticker: Type.String({ minLength: 1, maxLength: 8 }),
     name: Type.String({ minLength: 1, maxLength: 256 }),
-    precision: Type.Optional(Type.Integer({ minimum: 0, maximum: 18, default: 0 })),
+    precision: Type.Optional(Type.Integer({ minimum: 0, maximum: 18, description: 'default 0' })),
     amounts: Type.Array(U64, { minItems: 1, maxItems: 64 }),
   },
   { $id: 'IssueAssetNiaRequest' },
@@ -85,9 +88,11 @@ export const BlindReceiveRequest = Type.Object(
     asset_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
     assetId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
     amount: Type.Optional(Nullable(U64)),
-    duration_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 31_536_000, default: 3600 })),
+    duration_seconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 31_536_000, description: 'default 3600' }),
+    ),
     durationSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 31_536_000 })),
-    min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255, default: 1 })),
+    min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255, description: 'default 1' })),
     minConfirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255 })),
   },
   { $id: 'BlindReceiveRequest' },
@@ -124,12 +129,12 @@ export const SendBeginRequest = Type.Object(
     recipientMap: Type.Optional(
       Type.Record(Type.String(), Type.Array(Recipient, { minItems: 1, maxItems: 64 })),
     ),
-    donation: Type.Optional(Type.Boolean({ default: false })),
+    donation: Type.Optional(Type.Boolean({ description: 'default false' })),
     fee_rate: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'sat/vB' }),
+      Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'sat/vB, default 1' }),
     ),
     feeRate: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-    min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255, default: 1 })),
+    min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255, description: 'default 1' })),
     minConfirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255 })),
     expiration_timestamp: Type.Optional(
       Type.Integer({
