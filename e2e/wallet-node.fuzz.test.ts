@@ -47,10 +47,13 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  expect(await node?.stop()).toBe(0); // still alive and shuts down cleanly after the storm
-  await closeDefaultHost();
-  await devnet?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  try {
+    if (node) expect(await node.stop()).toBe(0); // still alive and shuts down cleanly after the storm
+  } finally {
+    await closeDefaultHost();
+    await devnet?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 async function call(

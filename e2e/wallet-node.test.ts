@@ -79,10 +79,13 @@ beforeAll(async () => {
 }, T);
 
 afterAll(async () => {
-  await node?.stop();
-  await closeDefaultHost();
-  await devnet?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  try {
+    await node?.stop();
+  } finally {
+    await closeDefaultHost();
+    await devnet?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 describe('wallet node on the devnet', () => {

@@ -10,6 +10,8 @@ import { startDevnet } from '@rgbx/devnet';
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const dir = resolve(process.env.RGBX_DEVNET_DIR ?? join(root, '.devnet'));
 const children = [];
+let devnet;
+let stopping = false;
 
 /**
  * Starts a service process and resolves with what `pick` takes from its first matching stdout JSON line
@@ -24,6 +26,7 @@ function startService(name, args, { env, pick = (j) => j.event === 'listening' &
     children.push(p);
     let out = '';
     let err = '';
+    let started = false;
     p.stderr.on('data', (d) => {
       err = (err + d).slice(-4000);
     });
@@ -32,16 +35,23 @@ function startService(name, args, { env, pick = (j) => j.event === 'listening' &
       for (const line of out.split('\n')) {
         try {
           const v = pick(JSON.parse(line));
-          if (v) return res(v);
+          if (v) {
+            started = true;
+            out = ''; // nothing more to parse
+            return res(v);
+          }
         } catch {}
       }
     });
-    p.once('exit', (code) => rej(new Error(`${name} exited with ${code}:\n${err}`)));
+    p.once('exit', (code) => {
+      if (!started) rej(new Error(`${name} exited with ${code}:\n${err}`));
+      else if (!stopping) console.error(`npm start: ${name} exited unexpectedly (code ${code}):\n${err}`);
+    });
   });
 }
 
 async function main() {
-  const devnet = await startDevnet({ dir });
+  devnet = await startDevnet({ dir });
   const info = devnet.info;
   const endpoints = { devnet: info };
 
@@ -151,6 +161,7 @@ async function main() {
     process.once('SIGTERM', r);
   });
   console.info('stopping…');
+  stopping = true;
   await Promise.all(
     children.map(
       (c) =>
@@ -167,6 +178,8 @@ async function main() {
 
 main().catch(async (err) => {
   console.error(`npm start: ${err.message}`);
+  stopping = true;
   for (const c of children) c.kill('SIGTERM');
+  await devnet?.stop().catch(() => {}); // never leave the devnet running behind a failed start
   process.exit(1);
 });

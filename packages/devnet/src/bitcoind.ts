@@ -29,12 +29,8 @@ export async function verifiedBitcoind(path = bitcoindPath(), expected = BITCOIN
   return path;
 }
 
-export function bitcoindArgs(o: {
-  datadir: string;
-  rpcPort: number;
-  rpcUser: string;
-  rpcPassword: string;
-}): string[] {
+/** Command line for a devnet bitcoind; RPC credentials live in `<datadir>/bitcoin.conf` (0600), not here. */
+export function bitcoindArgs(o: { datadir: string; rpcPort: number }): string[] {
   return [
     '-regtest',
     `-datadir=${o.datadir}`,
@@ -42,8 +38,6 @@ export function bitcoindArgs(o: {
     '-daemon=0',
     '-txindex=1',
     '-fallbackfee=0.0002',
-    `-rpcuser=${o.rpcUser}`,
-    `-rpcpassword=${o.rpcPassword}`,
     '-rpcbind=127.0.0.1',
     '-rpcallowip=127.0.0.1',
     `-rpcport=${o.rpcPort}`,

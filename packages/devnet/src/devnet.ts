@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BitcoindRpc, BitcoindRpcError } from '@rgbx/chains/btc';
 import { bitcoindArgs, verifiedBitcoind } from './bitcoind.ts';
 import { freePort, isListening, waitFor } from './ports.ts';
-import { isAlive, startProcess, stopProcess } from './processes.ts';
+import { isAlive, isOurs, startProcess, stopProcess } from './processes.ts';
 
 /** What `devnet status --json` prints; the contract other tools read. */
 export interface DevnetInfo {
@@ -94,15 +94,28 @@ async function withDirLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   const lock = join(dir, '.lock');
   const deadline = Date.now() + 120_000;
   for (;;) {
+    // Written aside and hard-linked into place: the lock never exists without its pid.
+    const tmp = `${lock}.${process.pid}.tmp`;
+    writeFileSync(tmp, String(process.pid));
+    let taken = false;
     try {
-      writeFileSync(lock, String(process.pid), { flag: 'wx' });
-      break;
-    } catch {
-      const holder = Number(readFileSync(lock, 'utf8') || 0);
-      if (!isAlive(holder)) rmSync(lock, { force: true });
-      else if (Date.now() > deadline) throw new Error(`devnet: ${dir} is locked by pid ${holder}`);
-      else await new Promise((r) => setTimeout(r, 100));
+      linkSync(tmp, lock);
+      taken = true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      rmSync(tmp, { force: true });
     }
+    if (taken) break;
+    let holder = 0;
+    try {
+      holder = Number(readFileSync(lock, 'utf8'));
+    } catch {
+      continue; // released meanwhile
+    }
+    if (!isAlive(holder)) rmSync(lock, { force: true });
+    else if (Date.now() > deadline) throw new Error(`devnet: ${dir} is locked by pid ${holder}`);
+    else await new Promise((r) => setTimeout(r, 100));
   }
   try {
     return await fn();
@@ -122,6 +135,7 @@ async function withDirLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
  */
 export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
   const dir = resolve(opts.dir);
+  const mine = (pid: number | undefined) => (isOurs(pid, dir) ? pid : undefined);
   mkdirSync(join(dir, 'logs'), { recursive: true });
   mkdirSync(join(dir, 'bitcoind'), { recursive: true });
   mkdirSync(join(dir, 'proxy'), { recursive: true });
@@ -140,104 +154,129 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
       pids: { ...prev?.pids },
       ...(prev?.minerAddress ? { minerAddress: prev.minerAddress } : {}),
     };
-    const rpc = new BitcoindRpc({
-      url: `http://127.0.0.1:${s.rpc.port}`,
-      user: s.rpc.user,
-      password: s.rpc.password,
-    });
-
-    // bitcoind
-    const bitcoindUp =
-      isAlive(s.pids.bitcoind) &&
-      (await rpc.call('getblockcount').then(
-        () => true,
-        () => false,
-      ));
-    if (!bitcoindUp) {
-      await stopProcess(s.pids.bitcoind);
-      const bin = await verifiedBitcoind();
-      const p = startProcess(
-        bin,
-        bitcoindArgs({
-          datadir: join(dir, 'bitcoind'),
-          rpcPort: s.rpc.port,
-          rpcUser: s.rpc.user,
-          rpcPassword: s.rpc.password,
-        }),
-        { logFile: join(dir, 'logs', 'bitcoind.log'), detached },
-      );
-      s.pids.bitcoind = p.pid;
-      writeState(dir, s);
-      await waitFor('bitcoind RPC', () => rpc.call('getblockchaininfo').then(() => true), {
-        timeoutMs: 60_000,
-        isAlive: () => isAlive(p.pid),
+    try {
+      const rpc = new BitcoindRpc({
+        url: `http://127.0.0.1:${s.rpc.port}`,
+        user: s.rpc.user,
+        password: s.rpc.password,
       });
-    }
-    const wallets = await rpc.call<string[]>('listwallets');
-    if (!wallets.includes('miner')) {
-      try {
-        await rpc.call('loadwallet', ['miner']);
-      } catch (err) {
-        if (!(err instanceof BitcoindRpcError)) throw err;
-        await rpc.call('createwallet', ['miner']);
+
+      // bitcoind
+      const bitcoindUp =
+        isOurs(s.pids.bitcoind, dir) &&
+        (await rpc.call('getblockcount').then(
+          () => true,
+          () => false,
+        ));
+      if (!bitcoindUp) {
+        await stopProcess(mine(s.pids.bitcoind));
+        const bin = await verifiedBitcoind();
+        // Credentials in a 0600 bitcoin.conf, never on the command line (visible in ps and /proc).
+        writeFileSync(
+          join(dir, 'bitcoind', 'bitcoin.conf'),
+          `rpcuser=${s.rpc.user}\nrpcpassword=${s.rpc.password}\n`,
+          {
+            mode: 0o600,
+          },
+        );
+        const p = startProcess(
+          bin,
+          bitcoindArgs({
+            datadir: join(dir, 'bitcoind'),
+            rpcPort: s.rpc.port,
+          }),
+          { logFile: join(dir, 'logs', 'bitcoind.log'), detached },
+        );
+        s.pids.bitcoind = p.pid;
+        writeState(dir, s);
+        await waitFor('bitcoind RPC', () => rpc.call('getblockchaininfo').then(() => true), {
+          timeoutMs: 60_000,
+          isAlive: () => isAlive(p.pid),
+        });
       }
-    }
-    const wallet = rpc.withPath('/wallet/miner');
-    s.minerAddress ??= await wallet.call<string>('getnewaddress', ['miner', 'bech32']);
-    const height = await rpc.call<number>('getblockcount');
-    const want = opts.initialBlocks ?? 101;
-    if (height < want) await rpc.call('generatetoaddress', [want - height, s.minerAddress]);
-    writeState(dir, s);
-
-    // Electrum server (configured by a 0600 TOML file so the RPC password never shows in `ps`)
-    if (!(isAlive(s.pids.electrum) && (await isListening(s.electrumPort)))) {
-      await stopProcess(s.pids.electrum);
-      const conf = join(dir, 'electrum.toml');
-      writeFileSync(
-        conf,
-        [
-          '[server]',
-          'host = "127.0.0.1"',
-          `port = ${s.electrumPort}`,
-          '',
-          '[bitcoind]',
-          `rpc_url = "http://127.0.0.1:${s.rpc.port}"`,
-          `rpc_user = "${s.rpc.user}"`,
-          `rpc_password = "${s.rpc.password}"`,
-          '',
-          '[fees]',
-          '# regtest has no fee estimates; answer 1 sat/vB so clients can build transactions',
-          'fallback_btc_per_kvb = "0.00001"',
-          '',
-        ].join('\n'),
-        { mode: 0o600 },
-      );
-      const p = startProcess(process.execPath, [ELECTRUM_MAIN, '-c', conf], {
-        logFile: join(dir, 'logs', 'electrum.log'),
-        detached,
-      });
-      s.pids.electrum = p.pid;
+      const wallets = await rpc.call<string[]>('listwallets');
+      if (!wallets.includes('miner')) {
+        try {
+          await rpc.call('loadwallet', ['miner']);
+        } catch (err) {
+          if (!(err instanceof BitcoindRpcError)) throw err;
+          await rpc.call('createwallet', ['miner']);
+        }
+      }
+      const wallet = rpc.withPath('/wallet/miner');
+      s.minerAddress ??= await wallet.call<string>('getnewaddress', ['miner', 'bech32']);
+      const height = await rpc.call<number>('getblockcount');
+      const want = opts.initialBlocks ?? 101;
+      if (height < want) await rpc.call('generatetoaddress', [want - height, s.minerAddress]);
       writeState(dir, s);
-      await waitFor('electrum server', () => isListening(s.electrumPort), {
-        timeoutMs: 120_000,
-        isAlive: () => isAlive(p.pid),
-      });
-    }
 
-    // RGB proxy
-    if (!(isAlive(s.pids.proxy) && (await isListening(s.proxyPort)))) {
-      await stopProcess(s.pids.proxy);
-      const p = startProcess(
-        process.execPath,
-        [PROXY_MAIN, '--host', '127.0.0.1', '--port', String(s.proxyPort), '--data-dir', join(dir, 'proxy')],
-        { logFile: join(dir, 'logs', 'rgb-proxy.log'), detached },
-      );
-      s.pids.proxy = p.pid;
-      writeState(dir, s);
-      await waitFor('rgb proxy', () => isListening(s.proxyPort), {
-        timeoutMs: 60_000,
-        isAlive: () => isAlive(p.pid),
-      });
+      // Electrum server (configured by a 0600 TOML file so the RPC password never shows in `ps`)
+      if (!(isOurs(s.pids.electrum, dir) && (await isListening(s.electrumPort)))) {
+        await stopProcess(mine(s.pids.electrum));
+        const conf = join(dir, 'electrum.toml');
+        writeFileSync(
+          conf,
+          [
+            '[server]',
+            'host = "127.0.0.1"',
+            `port = ${s.electrumPort}`,
+            '',
+            '[bitcoind]',
+            `rpc_url = "http://127.0.0.1:${s.rpc.port}"`,
+            `rpc_user = "${s.rpc.user}"`,
+            `rpc_password = "${s.rpc.password}"`,
+            '',
+            '[fees]',
+            '# regtest has no fee estimates; answer 1 sat/vB so clients can build transactions',
+            'fallback_btc_per_kvb = "0.00001"',
+            '',
+          ].join('\n'),
+          { mode: 0o600 },
+        );
+        const p = startProcess(process.execPath, [ELECTRUM_MAIN, '-c', conf], {
+          logFile: join(dir, 'logs', 'electrum.log'),
+          detached,
+        });
+        s.pids.electrum = p.pid;
+        writeState(dir, s);
+        await waitFor('electrum server', () => isListening(s.electrumPort), {
+          timeoutMs: 120_000,
+          isAlive: () => isAlive(p.pid),
+        });
+      }
+
+      // RGB proxy
+      if (!(isOurs(s.pids.proxy, dir) && (await isListening(s.proxyPort)))) {
+        await stopProcess(mine(s.pids.proxy));
+        const p = startProcess(
+          process.execPath,
+          [
+            PROXY_MAIN,
+            '--host',
+            '127.0.0.1',
+            '--port',
+            String(s.proxyPort),
+            '--data-dir',
+            join(dir, 'proxy'),
+          ],
+          { logFile: join(dir, 'logs', 'rgb-proxy.log'), detached },
+        );
+        s.pids.proxy = p.pid;
+        writeState(dir, s);
+        await waitFor('rgb proxy', () => isListening(s.proxyPort), {
+          timeoutMs: 60_000,
+          isAlive: () => isAlive(p.pid),
+        });
+      }
+    } catch (err) {
+      // A failed start must not leave half a devnet running behind a caller that has no handle to stop it.
+      if (!detached) {
+        await Promise.all([stopProcess(mine(s.pids.electrum)), stopProcess(mine(s.pids.proxy))]);
+        await stopProcess(mine(s.pids.bitcoind), 30_000);
+        s.pids = {};
+        writeState(dir, s);
+      }
+      throw err;
     }
     writeState(dir, s);
     return s;
@@ -277,7 +316,7 @@ function attach(dir: string, s: State): Devnet {
 export function openDevnet(dirArg: string): Devnet | undefined {
   const dir = resolve(dirArg);
   const s = readState(dir);
-  if (!s || !isAlive(s.pids.bitcoind)) return undefined;
+  if (!s || !isOurs(s.pids.bitcoind, dir)) return undefined;
   return attach(dir, s);
 }
 
@@ -288,11 +327,12 @@ export interface DevnetStatus {
 }
 
 export function devnetStatus(dirArg: string): DevnetStatus {
-  const s = readState(resolve(dirArg));
+  const dir = resolve(dirArg);
+  const s = readState(dir);
   const processes = {
-    bitcoind: isAlive(s?.pids.bitcoind),
-    electrum: isAlive(s?.pids.electrum),
-    proxy: isAlive(s?.pids.proxy),
+    bitcoind: isOurs(s?.pids.bitcoind, dir),
+    electrum: isOurs(s?.pids.electrum, dir),
+    proxy: isOurs(s?.pids.proxy, dir),
   };
   return {
     running: processes.bitcoind && processes.electrum && processes.proxy,
@@ -308,8 +348,9 @@ export async function stopDevnet(dirArg: string): Promise<void> {
   await withDirLock(dir, async () => {
     const s = readState(dir);
     if (!s) return;
-    await Promise.all([stopProcess(s.pids.electrum), stopProcess(s.pids.proxy)]);
-    await stopProcess(s.pids.bitcoind, 30_000);
+    const mine = (pid: number | undefined) => (isOurs(pid, dir) ? pid : undefined);
+    await Promise.all([stopProcess(mine(s.pids.electrum)), stopProcess(mine(s.pids.proxy))]);
+    await stopProcess(mine(s.pids.bitcoind), 30_000);
     s.pids = {};
     writeState(dir, s);
   });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 
 /** True if a process with this pid exists (signal 0 probes without signalling). */
 export function isAlive(pid: number | undefined): boolean {
@@ -9,6 +9,21 @@ export function isAlive(pid: number | undefined): boolean {
     return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * True if `pid` is alive AND its command line mentions `marker` (the devnet directory). A pid recorded
+ * before a reboot or crash may now belong to an unrelated process: never signal or adopt one of those.
+ */
+export function isOurs(pid: number | undefined, marker: string): boolean {
+  if (!isAlive(pid)) return false;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .some((arg) => arg.includes(marker));
+  } catch {
+    return false;
   }
 }
 
@@ -55,6 +70,8 @@ export async function stopProcess(pid: number | undefined, graceMs = 15_000): Pr
     try {
       process.kill(pid!, 'SIGKILL');
     } catch {}
-    while (isAlive(pid)) await new Promise((r) => setTimeout(r, 20));
+    // Bounded: a zombie without a reaper or a process stuck in the kernel must not hang `down`.
+    const killDeadline = Date.now() + 5_000;
+    while (isAlive(pid) && Date.now() < killDeadline) await new Promise((r) => setTimeout(r, 20));
   }
 }
