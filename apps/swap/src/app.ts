@@ -85,7 +85,13 @@ export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
     logger,
     bodyLimit: config.body_limit_bytes,
     envelope: swapEnvelope,
-    swagger: { title: 'rgbx swap service', description: description() },
+    swagger: {
+      title: 'rgbx swap service',
+      description: description(),
+      // Every route of every surface takes an API key in X-API-Key (tenant keys; resolver keys on /resolver/v1).
+      securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+      security: [{ ApiKey: [] }],
+    },
   });
   app.addSchema(ErrorEnvelopeSchema);
   const health = createHealthCheck(ctx);

@@ -354,3 +354,30 @@ describe('createServer: OpenAPI and Swagger UI', () => {
     expect(res.json().error.code).toBe('NOT_FOUND');
   });
 });
+
+describe('createServer: security schemes', () => {
+  it('declares components.securitySchemes and the document-wide requirement', async () => {
+    const app = createServer({
+      name: 'sec',
+      version: '1',
+      logger: createLogger({ name: 'sec', level: 'silent' }),
+      envelope: ErrorEnvelope.factory,
+      swagger: {
+        title: 'sec',
+        securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+        security: [{ ApiKey: [] }],
+      },
+    });
+    app.get('/x', async () => ({}));
+    await app.ready();
+    const doc = (app as unknown as { swagger(): Record<string, unknown> }).swagger() as {
+      components?: { securitySchemes?: unknown };
+      security?: unknown;
+    };
+    expect(doc.components?.securitySchemes).toEqual({
+      ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+    });
+    expect(doc.security).toEqual([{ ApiKey: [] }]);
+    await app.close();
+  });
+});

@@ -42,6 +42,10 @@ export interface SwaggerOptions {
   routePrefix?: string;
   /** Also serve the document at `/openapi.yaml` and `/openapi.json` (hidden from the document). */
   yamlPath?: boolean;
+  /** `components.securitySchemes` of the document, e.g. `{ ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } }`. */
+  securitySchemes?: Record<string, Record<string, unknown>>;
+  /** Document-wide security requirement, e.g. `[{ ApiKey: [] }]` (routes may override with their own). */
+  security?: Array<Record<string, string[]>>;
 }
 
 export interface CreateServerOptions {
@@ -184,6 +188,8 @@ function registerSwagger(app: ServiceApp, opts: CreateServerOptions): void {
         version: opts.version,
         ...(sw.description === undefined ? {} : { description: sw.description }),
       },
+      ...(sw.securitySchemes ? { components: { securitySchemes: sw.securitySchemes } } : {}),
+      ...(sw.security ? { security: sw.security } : {}),
     },
     refResolver: {
       // Shared schemas added with `app.addSchema({ $id })` keep their name in components.schemas.
