@@ -4,13 +4,12 @@
 // (b) p99 of wallet B's offline calls and of /healthcheck while wallet A is stuck on a hung indexer
 //     (Electrum SIGSTOPped), next to the same p99s with a healthy indexer;
 // (c) requests/s of /wallet/listassets across 50 wallets with a pool of 1 versus 2 rgb-lib children.
-import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startDevnet } from '@rgbx/devnet';
+import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
 import { closeDefaultHost, generateKeys } from '@rgbx/rgb';
 import { signPsbt, WalletNodeClient } from '@rgbx/sdk';
 import { interleave, round, stats } from './lib.mjs';
@@ -18,36 +17,20 @@ import { interleave, round, stats } from './lib.mjs';
 const MAIN = resolve(fileURLToPath(new URL('.', import.meta.url)), '../apps/wallet-node/dist/main.js');
 
 function config(dir, info, workers) {
-  const rpc = new URL(info.bitcoind.rpc_url);
   const file = join(dir, `node-${workers}.toml`);
   writeFileSync(
     file,
-    `[api]\nlisten_address = "127.0.0.1"\nport = 0\n\n[wallet]\ndata_dir = "${join(dir, `data-${workers}`)}"\nnetwork = "regtest"\n` +
-      `btc_rpc_address = "${rpc.host}"\nbtc_rpc_user = "${info.bitcoind.rpc_user}"\nbtc_rpc_password = "${info.bitcoind.rpc_password}"\n` +
-      `indexer_address = "${info.electrum}"\nproxy_address = ["${info.proxy}"]\nwitness_version = "SegWitV0"\nworkers = ${workers}\n`,
+    walletNodeToml(info, {
+      dataDir: join(dir, `data-${workers}`),
+      wallet: { witness_version: 'SegWitV0', workers },
+    }),
   );
   return file;
 }
 
-function startNode(file) {
-  const p = spawn(process.execPath, [MAIN, '-c', file], { stdio: ['ignore', 'pipe', 'ignore'] });
-  return new Promise((res, rej) => {
-    let out = '';
-    p.stdout.on('data', (d) => {
-      out += d;
-      const line = out.split('\n').find((l) => l.includes('"listening"'));
-      if (line)
-        res({
-          url: JSON.parse(line).url,
-          stop: () =>
-            new Promise((r) => {
-              p.once('exit', r);
-              p.kill('SIGTERM');
-            }),
-        });
-    });
-    p.once('exit', (c) => rej(new Error(`wallet node exited ${c}`)));
-  });
+async function startNode(file) {
+  const s = await spawnService('wallet node', [MAIN, '-c', file]);
+  return { url: s.value, stop: () => s.stop() };
 }
 
 const clientFor = (url, k) =>

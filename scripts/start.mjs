@@ -1,11 +1,11 @@
 // `npm start`: the devnet plus every service on loopback, in the foreground; Ctrl-C stops everything.
 // Services run from their build output (`tsc -b` runs first) with configs generated under the devnet dir.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startDevnet } from '@rgbx/devnet';
+import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const dir = resolve(process.env.RGBX_DEVNET_DIR ?? join(root, '.devnet'));
@@ -13,41 +13,16 @@ const children = [];
 let devnet;
 let stopping = false;
 
-/**
- * Starts a service process and resolves with what `pick` takes from its first matching stdout JSON line
- * (default: the URL of the `{"event":"listening","url"}` line every service prints).
- */
-function startService(name, args, { env, pick = (j) => j.event === 'listening' && j.url } = {}) {
-  return new Promise((res, rej) => {
-    const p = spawn(process.execPath, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...env },
-    });
-    children.push(p);
-    let out = '';
-    let err = '';
-    let started = false;
-    p.stderr.on('data', (d) => {
-      err = (err + d).slice(-4000);
-    });
-    p.stdout.on('data', (d) => {
-      out += d;
-      for (const line of out.split('\n')) {
-        try {
-          const v = pick(JSON.parse(line));
-          if (v) {
-            started = true;
-            out = ''; // nothing more to parse
-            return res(v);
-          }
-        } catch {}
-      }
-    });
-    p.once('exit', (code) => {
-      if (!started) rej(new Error(`${name} exited with ${code}:\n${err}`));
-      else if (!stopping) console.error(`npm start: ${name} exited unexpectedly (code ${code}):\n${err}`);
-    });
+/** Starts a service (see spawnService) and keeps it for shutdown; a service that dies later is reported. */
+async function startService(name, args, opts = {}) {
+  const svc = await spawnService(name, args, {
+    ...opts,
+    onExit: (code, err) => {
+      if (!stopping) console.error(`npm start: ${name} exited unexpectedly (code ${code}):\n${err}`);
+    },
   });
+  children.push(svc);
+  return svc.value;
 }
 
 async function main() {
@@ -58,25 +33,13 @@ async function main() {
   // Wallet node on the devnet.
   const wn = join(dir, 'wallet-node');
   mkdirSync(wn, { recursive: true });
-  const rpc = new URL(info.bitcoind.rpc_url);
   writeFileSync(
     join(wn, 'config.toml'),
-    [
-      '[api]',
-      'listen_address = "127.0.0.1"',
-      `port = ${process.env.RGBX_WALLET_NODE_PORT ?? 3000}`,
-      '',
-      '[wallet]',
-      `data_dir = "${join(wn, 'data')}"`,
-      'network = "regtest"',
-      `btc_rpc_address = "${rpc.host}"`,
-      `btc_rpc_user = "${info.bitcoind.rpc_user}"`,
-      `btc_rpc_password = "${info.bitcoind.rpc_password}"`,
-      `indexer_address = "${info.electrum}"`,
-      `proxy_address = ["${info.proxy}"]`,
-      'refresh_interval_secs = 30',
-      '',
-    ].join('\n'),
+    walletNodeToml(info, {
+      dataDir: join(wn, 'data'),
+      port: Number(process.env.RGBX_WALLET_NODE_PORT ?? 3000),
+      wallet: { refresh_interval_secs: 30 },
+    }),
     { mode: 0o600 },
   );
   endpoints.wallet_node = await startService('wallet node', [
@@ -162,24 +125,14 @@ async function main() {
   });
   console.info('stopping…');
   stopping = true;
-  await Promise.all(
-    children.map(
-      (c) =>
-        new Promise((r) => {
-          if (c.exitCode !== null) return r();
-          c.removeAllListeners('exit');
-          c.once('exit', r);
-          c.kill('SIGTERM');
-        }),
-    ),
-  );
+  await Promise.all(children.map((c) => c.stop()));
   await devnet.stop();
 }
 
 main().catch(async (err) => {
   console.error(`npm start: ${err.message}`);
   stopping = true;
-  for (const c of children) c.kill('SIGTERM');
+  await Promise.allSettled(children.map((c) => c.stop()));
   await devnet?.stop().catch(() => {}); // never leave the devnet running behind a failed start
   process.exit(1);
 });

@@ -1,95 +1,79 @@
 import { defineErrors, type ErrorEnvelopeFactory, type ErrorInfo } from '@rgbx/service-kit';
 
 /**
- * The wallet node's error table: every error reply is `{error:{code, status, message, details}}`
- * (the reference's envelope). Codes 500 and 1001 are the spec's; the others are ours (the numbering
- * follows the reference's later versions), each for a condition the client can fix.
+ * The wallet node's error table: every error reply is `{error:{code, status, message, details}}` (the
+ * reference's envelope). `wire` is that numeric code and status word; 500 and 1001 are the spec's, the
+ * others ours (numbered like the reference's later versions), each for a condition the client can fix.
  */
-export const E = defineErrors({
+const TABLE = {
   BAD_INPUT: {
+    wire: [1001, 'bad_input'],
     status: 422,
     message: (body: string) => `invalid json format: ${body}`,
-    description: '1001 bad_input',
   },
   INVALID_HEADER: {
+    wire: [1011, 'invalid_header'],
     status: 400,
     message: (header: string, why: string) => `invalid ${header} header: ${why}`,
-    description: '1011 invalid_header',
   },
   WALLET_MISMATCH: {
+    wire: [1012, 'wallet_mismatch'],
     status: 409,
     message: (fp: string) =>
       `master-fingerprint ${fp} belongs to a wallet registered with different xpubs; refusing to serve it`,
-    description: '1012 wallet_mismatch',
   },
-  NOT_FOUND: { status: 404, message: (what: string) => `${what} not found`, description: '1000 not_found' },
+  NOT_FOUND: { wire: [1000, 'not_found'], status: 404, message: (what: string) => `${what} not found` },
   INVALID_ADDRESS: {
+    wire: [1002, 'invalid_address'],
     status: 400,
     message: (d: string) => `invalid address: ${d}`,
-    description: '1002 invalid_address',
   },
   INSUFFICIENT_BITCOINS: {
+    wire: [1003, 'not_enough_balance'],
     status: 400,
     message: (d: string) => `not enough bitcoins: ${d}`,
-    description: '1003 not_enough_balance',
   },
   INSUFFICIENT_ALLOCATION_SLOTS: {
+    wire: [1004, 'not_enough_utxos'],
     status: 400,
     message: 'no free UTXO with an allocation slot: create UTXOs first (createutxosbegin/createutxosend)',
-    description: '1004 not_enough_utxos',
   },
   INSUFFICIENT_ASSETS: {
+    wire: [1005, 'not_enough_assets'],
     status: 400,
     message: (d: string) => `not enough assets: ${d}`,
-    description: '1005 not_enough_assets',
   },
   INVALID_FEE_RATE: {
+    wire: [1006, 'invalid_fee_rate'],
     status: 400,
     message: (d: string) => `invalid fee rate: ${d}`,
-    description: '1006 invalid_fee_rate',
   },
-  INVALID_PSBT: {
-    status: 400,
-    message: (d: string) => `invalid PSBT: ${d}`,
-    description: '1007 invalid_psbt',
-  },
+  INVALID_PSBT: { wire: [1007, 'invalid_psbt'], status: 400, message: (d: string) => `invalid PSBT: ${d}` },
   INVALID_RECIPIENT: {
+    wire: [1008, 'invalid_recipient'],
     status: 400,
     message: (d: string) => `invalid recipient: ${d}`,
-    description: '1008 invalid_recipient',
   },
   CONFLICT: {
+    wire: [1009, 'conflict'],
     status: 409,
     message: (d: string) => `conflicting transfer state: ${d}`,
-    description: '1009 conflict',
   },
-  INVALID_REQUEST: { status: 400, message: (d: string) => d, description: '1010 invalid_request' },
+  INVALID_REQUEST: { wire: [1010, 'invalid_request'], status: 400, message: (d: string) => d },
   PAYLOAD_TOO_LARGE: {
+    wire: [1013, 'payload_too_large'],
     status: 413,
     message: (max: number) => `body larger than ${max} bytes`,
-    description: '1013 payload_too_large',
   },
-  INTERNAL: { status: 500, message: 'something went wrong', description: '500 internal_error' },
-});
+  INTERNAL: { wire: [500, 'internal_error'], status: 500, message: 'something went wrong' },
+} as const;
 
-/** Numeric code and status word of each error, as the envelope carries them. */
-export const CODES: Record<string, [number, string]> = {
-  BAD_INPUT: [1001, 'bad_input'],
-  INVALID_HEADER: [1011, 'invalid_header'],
-  WALLET_MISMATCH: [1012, 'wallet_mismatch'],
-  NOT_FOUND: [1000, 'not_found'],
-  INVALID_ADDRESS: [1002, 'invalid_address'],
-  INSUFFICIENT_BITCOINS: [1003, 'not_enough_balance'],
-  INSUFFICIENT_ALLOCATION_SLOTS: [1004, 'not_enough_utxos'],
-  INSUFFICIENT_ASSETS: [1005, 'not_enough_assets'],
-  INVALID_FEE_RATE: [1006, 'invalid_fee_rate'],
-  INVALID_PSBT: [1007, 'invalid_psbt'],
-  INVALID_RECIPIENT: [1008, 'invalid_recipient'],
-  CONFLICT: [1009, 'conflict'],
-  INVALID_REQUEST: [1010, 'invalid_request'],
-  PAYLOAD_TOO_LARGE: [1013, 'payload_too_large'],
-  INTERNAL: [500, 'internal_error'],
-};
+export const E = defineErrors(TABLE);
+
+/** Numeric code and status word of each error, as the envelope carries them (from the same table). */
+export const CODES: Record<string, readonly [number, string]> = Object.fromEntries(
+  Object.entries(TABLE).map(([key, def]) => [key, def.wire]),
+);
 
 /** rgb-lib error variants a client can fix, mapped to our codes; every other variant is a 500. */
 export const RGB_VARIANTS: Record<string, keyof typeof CODES> = {

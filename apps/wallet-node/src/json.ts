@@ -1,23 +1,14 @@
 /**
  * Exact u64 on the wire. Request bodies are parsed twice: first by Fastify's secure parser (syntax and
  * prototype-poisoning checks), then losslessly so integers above 2^53 keep every digit (they arrive in
- * handlers as decimal strings, which the `U64` schema accepts). Responses are written with a lossless
+ * handlers as decimal strings, which the contracts' `U64` schema accepts). Responses are written with a lossless
  * serializer so `bigint` values become exact JSON integers.
  */
-import { type ServiceApp, Type } from '@rgbx/service-kit';
+import type { ServiceApp } from '@rgbx/service-kit';
 import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
 import { E } from './errors.ts';
 
 const U64_MAX = 2n ** 64n - 1n;
-
-/** A u64 in a request: a JSON integer (exact up to 2^64−1) or, equivalently, a decimal string. */
-export const U64 = Type.Union(
-  [
-    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-    Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' }),
-  ],
-  { description: 'u64: a JSON integer (exact up to 18446744073709551615); a decimal string is accepted too' },
-);
 
 /** Converts a validated U64 request value to bigint; rejects values above 2^64−1 with a clear message. */
 export function toU64(value: number | string, field: string): bigint {
