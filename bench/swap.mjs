@@ -74,7 +74,11 @@ const ok = (res, what) => {
 };
 
 const ESCROW = '0x31Abdc5caf4f704864C85FF83A3438db804710B6';
+const PERMIT2 = '0x000000000022D473030F116dDEE9F6B43aC78BA3';
+const RESOLVER_SOL = '6RAPtMP2RUnwpwUDjVCPppHt8XanXWdp15d4YcfxvfS1';
 const SOL = 'So11111111111111111111111111111111111111112';
+/** The Permit2 quotes' source amount (`amountLots`). */
+const SOURCE_LOTS = 1000000000000000000000n;
 
 function config(databaseUrl, rpcUrl, token) {
   return `
@@ -95,7 +99,7 @@ name = "EVM devnode"
 type = "EVM"
 chain_id = 31337
 rpc_url = "${rpcUrl}"
-permit2_address = "0x000000000022D473030F116dDEE9F6B43aC78BA3"
+permit2_address = "${PERMIT2}"
 escrow_address = "${ESCROW}"
 [[networks]]
 id = 4
@@ -125,7 +129,7 @@ name = "Reference"
 api_key_sha256 = "${'00'.repeat(32)}"
 bitcoin_claim_pubkey = "1fb5199d7d16074b1aa2bfe72ca35602eb0df446a5bc5754645b1ac7eaf9d6f6"
 evm_address = "0x6Cc0Ab460d13660B9962D5364b7E360222fb5F44"
-solana_address = "6RAPtMP2RUnwpwUDjVCPppHt8XanXWdp15d4YcfxvfS1"
+solana_address = "${RESOLVER_SOL}"
 [[resolvers.rates]]
 source_network = 2
 source_token = "${token}"
@@ -188,7 +192,7 @@ async function round(svc, token, owner, solUsers) {
           sourceToken: token,
           destChain: 1,
           destToken: 'BTC',
-          amountLots: '1000000000000000000000',
+          amountLots: SOURCE_LOTS.toString(),
         }),
         'quote',
       ).quoteId,
@@ -224,7 +228,13 @@ async function round(svc, token, owner, solUsers) {
   out.typed_data_raw_per_s.push(await rawRate(contexts, async (c) => typedDataOf(c)));
 
   const sigs = await Promise.all(
-    intents.map((i) => signPermit2Approval(i.permit2, { signTypedData: (td) => owner.signTypedData(td) })),
+    intents.map((i) =>
+      signPermit2Approval(
+        i.permit2,
+        { signTypedData: (td) => owner.signTypedData(td) },
+        { chainId: 31337, permit2Address: PERMIT2, escrowAddress: ESCROW, token, amount: SOURCE_LOTS },
+      ),
+    ),
   );
   out.permit2_approvals_per_s.push(
     await rate(intents, async (i, k) => {
@@ -265,10 +275,12 @@ async function round(svc, token, owner, solUsers) {
     );
     solIntents.push({
       it,
-      body: await signCosignApproval(it.cosign, {
-        address: u.address,
-        sign: (m) => signBytes(u.keyPair.privateKey, m),
-      }),
+      body: await signCosignApproval(
+        it.cosign,
+        { address: u.address, sign: (m) => signBytes(u.keyPair.privateKey, m) },
+        // no solana_escrow_address configured: the lamports go to the resolver, which pays the fee
+        { destination: RESOLVER_SOL, lamports: BigInt(q.sourceAmountLots), feePayer: RESOLVER_SOL },
+      ),
     });
   }
   out.cosign_approvals_per_s.push(

@@ -3,7 +3,8 @@
  * and PostgreSQL, through the SDK over real HTTP:
  * quote → intent (UTXOs found through Electrum) → the user signs the PSBT with @scure/btc-signer →
  * approval (tampered, added-output and wrong-key PSBTs rejected first) → resolver accepts (the
- * service broadcasts the funding tx) → deposit checked on chain → fulfil → preimage → the resolver
+ * service broadcasts the funding tx) → deposit checked on chain → fulfil (a real ERC-20 payment from
+ * the resolver on the EVM devnode, verified) → preimage → the resolver
  * claims the HTLC through the claim leaf → Fulfilled with swap_tx.
  * Refund path: the deadline passes → Expired → refund request → the user spends the refund leaf →
  * refund tx checked on chain → Refunded.
@@ -16,32 +17,37 @@ import { join } from 'node:path';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { buildHtlc, buildHtlcClaimTx, buildHtlcRefundTx } from '@rgbx/chains/btc';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { ResolverClient, SwapApiError, SwapClient, signHtlcApproval } from '@rgbx/sdk';
+import { ResolverClient, SigningCheckError, SwapApiError, SwapClient, signHtlcApproval } from '@rgbx/sdk';
 import { SigHash, Transaction } from '@scure/btc-signer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestChains, type TestChains } from './test-chains.ts';
 import {
   btcKey,
   DIALECTS,
   NET,
   RESOLVER_BTC,
+  RESOLVER_EVM_KEY,
   RESOLVER_KEY,
+  randomEvmAddress,
   startTestService,
   type TestService,
   testClock,
   testDatabases,
-  USDC,
 } from './test-support.ts';
 
 const dbs = testDatabases();
 let devnet: Devnet;
 let dir: string;
 
+let chains: TestChains;
+
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'swap-devnet-'));
-  devnet = await startDevnet({ dir });
-});
+  [devnet, chains] = await Promise.all([startDevnet({ dir }), startTestChains()]);
+}, 120_000);
 
 afterAll(async () => {
+  await chains?.stop();
   await devnet?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -69,6 +75,9 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
       now: clock.now,
       intentTtlSecs: 3600,
       minConfirmations: 1,
+      ...chains.config,
+      // A devnet margin, so the refund test's CLTV is already in the chain's past.
+      refundSafetyMarginSecs: 60,
     });
     await s.app.listen({ host: '127.0.0.1', port: 0 });
     const baseUrl = `http://127.0.0.1:${(s.app.server.address() as AddressInfo).port}`;
@@ -85,12 +94,16 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
     return user;
   }
 
-  async function newIntent(user: ReturnType<typeof btcKey>, amount: string) {
+  async function newIntent(
+    user: ReturnType<typeof btcKey>,
+    amount: string,
+    destination = randomEvmAddress(),
+  ) {
     const quote = await swap.quote({
       sourceChain: NET.btc,
       sourceToken: 'BTC',
       destChain: NET.evm,
-      destToken: USDC,
+      destToken: chains.usdc,
       amount,
     });
     expect(quote.approvalMechanism).toBe('htlc');
@@ -99,28 +112,36 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
       sourceAddress: user.address,
       sourcePublicKey: Buffer.from(user.xonly).toString('hex'),
       refundAddress: user.address,
-      destinationAddress: s.ctx.config.resolvers[0]!.evm_address!,
+      destinationAddress: destination,
     });
-    return { quote, intent };
+    return { quote, intent, destination };
   }
 
   it('quote → intent → signed PSBT → accept → deposit → fulfil → claim with the preimage → Fulfilled', async () => {
     const user = await fundedUser('0.5');
-    const { quote, intent } = await newIntent(user, '0.1');
+    const { quote, intent, destination } = await newIntent(user, '0.1');
     const htlc = intent.htlc!;
+    const expectation = {
+      amountSats: BigInt(quote.sourceAmountLots),
+      secretHash: intent.secretHash,
+      minLocktime: intent.deadlineSecs,
+    };
+    // The user's refund opens the safety margin after the last accepted fulfilment.
+    expect(htlc.locktime).toBe(intent.deadlineSecs + 60);
     expect(htlc.inputs).toEqual([0]);
     const unsigned = Transaction.fromPSBT(Buffer.from(htlc.psbt, 'base64'));
     expect(unsigned.getOutput(0).amount).toBe(BigInt(quote.sourceAmountLots));
     expect(unsigned.id).toBe(htlc.fundingTxid);
 
     // Negative approvals first: each is rejected and the intent stays Initiated.
-    const signed = signHtlcApproval(htlc, user.privateKey);
+    const signed = signHtlcApproval(htlc, user.privateKey, expectation);
     // Tampered: the change output raised by 100 sat (fee lowered), then validly signed over the changed tx.
     const tampered = Transaction.fromPSBT(Buffer.from(htlc.psbt, 'base64'), { allowUnknownOutputs: true });
     tampered.updateOutput(1, { amount: (tampered.getOutput(1).amount ?? 0n) + 100n });
     const tamperedSigned = signHtlcApproval(
-      { psbt: Buffer.from(tampered.toPSBT()).toString('base64'), inputs: [0] },
+      { ...htlc, psbt: Buffer.from(tampered.toPSBT()).toString('base64') },
       user.privateKey,
+      { amountSats: BigInt(quote.sourceAmountLots) },
     );
     await expectApiError(swap.addApproval(intent.intentId, tamperedSigned), 'INVALID_PSBT');
     // Added output: 600 sat taken from the change and paid to someone else.
@@ -132,11 +153,20 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
       scriptHash: 0xc4,
       wif: 0xef,
     });
-    const addedSigned = signHtlcApproval(
-      { psbt: Buffer.from(added.toPSBT()).toString('base64'), inputs: [0] },
-      user.privateKey,
+    // The SDK refuses to sign it (an output to someone else); a signer without that check would.
+    expect(() =>
+      signHtlcApproval(
+        { ...htlc, psbt: Buffer.from(added.toPSBT()).toString('base64') },
+        user.privateKey,
+        expectation,
+      ),
+    ).toThrow(SigningCheckError);
+    added.signIdx(user.privateKey, 0);
+    added.finalizeIdx(0);
+    await expectApiError(
+      swap.addApproval(intent.intentId, { psbt: Buffer.from(added.toPSBT()).toString('base64') }),
+      'INVALID_PSBT',
     );
-    await expectApiError(swap.addApproval(intent.intentId, addedSigned), 'INVALID_PSBT');
     // Wrong key: a valid BIP-341 key-path signature by someone else over the right transaction.
     const stranger = btcKey();
     const strangerTx = Transaction.fromPSBT(Buffer.from(htlc.psbt, 'base64'));
@@ -160,7 +190,7 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
       status: 'ApprovalAdded',
     });
     expect((await swap.addApproval(intent.intentId, signed)).status).toBe('ApprovalAdded'); // replay: idempotent
-    const resigned = signHtlcApproval(htlc, user.privateKey); // fresh Schnorr nonce: a different approval
+    const resigned = signHtlcApproval(htlc, user.privateKey, expectation); // fresh Schnorr nonce: a different approval
     if (resigned.psbt !== signed.psbt)
       await expectApiError(swap.addApproval(intent.intentId, resigned), 'APPROVAL_CONFLICT');
 
@@ -195,7 +225,15 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
     await expect(devnet.rpc('sendrawtransaction', [early.txHex])).rejects.toThrow(/non-final|locktime/i);
 
     await expectApiError(res.secret(intent.intentId), 'SECRET_NOT_RELEASED');
-    expect((await res.fulfil(intent.intentId, `0x${'12'.repeat(32)}`)).status).toBe('Fulfilled');
+    // The destination leg, for real: the resolver pays the user the quoted minimum in the ERC-20.
+    await expectApiError(res.fulfil(intent.intentId, `0x${'12'.repeat(32)}`), 'TX_NOT_VERIFIED', 'not_found');
+    const paid = await chains.erc20Transfer(
+      RESOLVER_EVM_KEY,
+      chains.usdc,
+      destination,
+      BigInt(quote.minDestAmountLots),
+    );
+    expect((await res.fulfil(intent.intentId, paid)).status).toBe('Fulfilled');
     const preimage = await res.secret(intent.intentId);
     expect(
       `0x${createHash('sha256')
@@ -239,10 +277,13 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
     const user = await fundedUser('0.3');
     // The service's clock runs two hours behind the chain, so the intent's deadline (its CLTV) is
     // already in the chain's past: the refund leaf is spendable as soon as the service says Expired.
-    clock.set(Date.now() - 2 * 3600_000);
+    clock.set(Date.now() - 3 * 3600_000);
     try {
       const { quote, intent } = await newIntent(user, '0.05');
-      await swap.addApproval(intent.intentId, signHtlcApproval(intent.htlc!, user.privateKey));
+      await swap.addApproval(
+        intent.intentId,
+        signHtlcApproval(intent.htlc!, user.privateKey, { amountSats: BigInt(quote.sourceAmountLots) }),
+      );
       await res.accept(intent.intentId);
       await devnet.mine(1);
       await res.deposit(intent.intentId, intent.htlc!.fundingTxid);
@@ -306,7 +347,7 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
       sourceChain: NET.btc,
       sourceToken: 'BTC',
       destChain: NET.evm,
-      destToken: USDC,
+      destToken: chains.usdc,
       amount: '0.1',
     });
     await expectApiError(

@@ -1,27 +1,36 @@
 /**
- * JSON-RPC reads of EVM/Tron and Solana nodes the service needs beyond the chains module: receipts
- * and their ERC-20 `Transfer` logs (deposit and fulfilment checks). The allowance read is the
- * chains module's `readErc20Allowance`. Tron exposes the same calls on its `/jsonrpc` endpoint.
+ * JSON-RPC reads of EVM/Tron and Solana nodes that settlement verification needs: EVM receipts with
+ * their logs, transactions (sender, recipient, value), the block number and block times; Solana
+ * transactions (wire bytes + status meta), signature statuses, the slot and recent blockhashes.
+ * Tron is read through its full node's Ethereum-compatible `/jsonrpc` endpoint (the same calls,
+ * 20-byte hex addresses). The allowance read is the chains module's `readErc20Allowance`.
  */
 
-/** keccak256("Transfer(address,address,uint256)") */
-export const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
-
-export class EvmReadError extends Error {
-  override readonly name = 'EvmReadError';
+export class RpcReadError extends Error {
+  override readonly name = 'RpcReadError';
 }
 
-export interface Erc20Transfer {
-  token: string;
-  from: string;
-  to: string;
-  value: bigint;
+export interface EvmLog {
+  address: string;
+  topics: string[];
+  data: string;
+  logIndex: number;
 }
 
 export interface EvmReceipt {
   status: 'success' | 'reverted';
   blockNumber: bigint;
-  transfers: Erc20Transfer[];
+  blockHash: string;
+  from: string;
+  to: string | null;
+  logs: EvmLog[];
+}
+
+export interface EvmTx {
+  from: string;
+  to: string | null;
+  value: bigint;
+  blockNumber: bigint | null;
 }
 
 async function call<T>(url: string, method: string, params: unknown[], timeoutMs: number): Promise<T> {
@@ -34,20 +43,22 @@ async function call<T>(url: string, method: string, params: unknown[], timeoutMs
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    throw new EvmReadError(`${method}: ${(err as Error).message}`, { cause: err });
+    throw new RpcReadError(`${method}: ${(err as Error).message}`, { cause: err });
   }
-  if (!res.ok) throw new EvmReadError(`${method}: HTTP ${res.status}`);
-  const body = (await res.json().catch(() => null)) as { result?: T; error?: { message?: string } } | null;
-  if (!body || body.error) throw new EvmReadError(`${method}: ${body?.error?.message ?? 'bad response'}`);
+  if (!res.ok) throw new RpcReadError(`${method}: HTTP ${res.status}`);
+  const body = (await res.json().catch(() => null)) as {
+    result?: T;
+    error?: { code?: number; message?: string };
+  } | null;
+  if (!body || body.error || !('result' in body))
+    throw new RpcReadError(`${method}: ${body?.error?.message ?? 'bad response'}`);
   return body.result as T;
 }
 
-function topicAddress(topic: string): string {
-  return `0x${topic.slice(-40)}`.toLowerCase();
-}
+const lower = (s: string) => s.toLowerCase();
 
 /** The receipt of `txHash`, or null while it is not mined. */
-export async function readReceipt(
+export async function evmReceipt(
   url: string,
   txHash: string,
   timeoutMs = 10_000,
@@ -55,24 +66,58 @@ export async function readReceipt(
   const r = await call<{
     status?: string;
     blockNumber?: string;
-    logs?: { address: string; topics: string[]; data: string }[];
+    blockHash?: string;
+    from?: string;
+    to?: string | null;
+    logs?: { address: string; topics: string[]; data: string; logIndex?: string }[];
   } | null>(url, 'eth_getTransactionReceipt', [txHash], timeoutMs);
   if (!r) return null;
-  const transfers: Erc20Transfer[] = [];
-  for (const log of r.logs ?? []) {
-    if (log.topics?.[0]?.toLowerCase() !== TRANSFER_TOPIC || log.topics.length !== 3) continue;
-    transfers.push({
-      token: log.address.toLowerCase(),
-      from: topicAddress(log.topics[1]!),
-      to: topicAddress(log.topics[2]!),
-      value: BigInt(log.data === '0x' ? 0 : log.data),
-    });
-  }
+  if (!r.blockNumber) return null;
   return {
     status: r.status === '0x1' ? 'success' : 'reverted',
-    blockNumber: BigInt(r.blockNumber ?? 0),
-    transfers,
+    blockNumber: BigInt(r.blockNumber),
+    blockHash: lower(r.blockHash ?? ''),
+    from: lower(r.from ?? ''),
+    to: r.to ? lower(r.to) : null,
+    logs: (r.logs ?? []).map((l, i) => ({
+      address: lower(l.address),
+      topics: (l.topics ?? []).map(lower),
+      data: lower(l.data ?? '0x'),
+      logIndex: l.logIndex === undefined ? i : Number(BigInt(l.logIndex)),
+    })),
   };
+}
+
+/** The transaction `txHash` (sender, recipient, native value), or null when unknown. */
+export async function evmTransaction(url: string, txHash: string, timeoutMs = 10_000): Promise<EvmTx | null> {
+  const t = await call<{
+    from?: string;
+    to?: string | null;
+    value?: string;
+    blockNumber?: string | null;
+  } | null>(url, 'eth_getTransactionByHash', [txHash], timeoutMs);
+  if (!t?.from) return null;
+  return {
+    from: lower(t.from),
+    to: t.to ? lower(t.to) : null,
+    value: BigInt(t.value ?? '0x0'),
+    blockNumber: t.blockNumber ? BigInt(t.blockNumber) : null,
+  };
+}
+
+export async function evmBlockNumber(url: string, timeoutMs = 10_000): Promise<bigint> {
+  return BigInt(await call<string>(url, 'eth_blockNumber', [], timeoutMs));
+}
+
+/** Unix seconds of block `n`, or null when the node does not know it. */
+export async function evmBlockTime(url: string, n: bigint, timeoutMs = 10_000): Promise<number | null> {
+  const b = await call<{ timestamp?: string } | null>(
+    url,
+    'eth_getBlockByNumber',
+    [`0x${n.toString(16)}`, false],
+    timeoutMs,
+  );
+  return b?.timestamp ? Number(BigInt(b.timestamp)) : null;
 }
 
 /** Solana `getLatestBlockhash` (finalized). */
@@ -86,6 +131,54 @@ export async function solanaLatestBlockhash(
     [{ commitment: 'finalized' }],
     timeoutMs,
   );
-  if (!r?.value?.blockhash) throw new EvmReadError('getLatestBlockhash: bad response');
+  if (!r?.value?.blockhash) throw new RpcReadError('getLatestBlockhash: bad response');
   return { blockhash: r.value.blockhash, lastValidBlockHeight: BigInt(r.value.lastValidBlockHeight ?? 0) };
+}
+
+export async function solanaSlot(url: string, timeoutMs = 10_000): Promise<bigint> {
+  return BigInt(await call<number>(url, 'getSlot', [{ commitment: 'confirmed' }], timeoutMs));
+}
+
+export interface SolanaTx {
+  slot: bigint;
+  blockTime: number | null;
+  /** The wire transaction as executed. */
+  wire: Uint8Array;
+  /** null when it executed successfully. */
+  err: unknown;
+  /** Number of confirmations; null once finalized (rooted). */
+  confirmations: number | null;
+  confirmationStatus: string | null;
+}
+
+/** A Solana transaction by signature (wire bytes and execution status), or null when unknown. */
+export async function solanaTransaction(
+  url: string,
+  signature: string,
+  timeoutMs = 10_000,
+): Promise<SolanaTx | null> {
+  const t = await call<{
+    slot: number;
+    blockTime?: number | null;
+    meta?: { err?: unknown } | null;
+    transaction: [string, string];
+  } | null>(
+    url,
+    'getTransaction',
+    [signature, { encoding: 'base64', commitment: 'confirmed', maxSupportedTransactionVersion: 0 }],
+    timeoutMs,
+  );
+  if (!t) return null;
+  const s = await call<{
+    value: ({ confirmations: number | null; confirmationStatus?: string | null } | null)[];
+  }>(url, 'getSignatureStatuses', [[signature], { searchTransactionHistory: true }], timeoutMs);
+  const status = s.value?.[0] ?? null;
+  return {
+    slot: BigInt(t.slot),
+    blockTime: t.blockTime ?? null,
+    wire: new Uint8Array(Buffer.from(t.transaction[0], 'base64')),
+    err: t.meta?.err ?? null,
+    confirmations: status ? status.confirmations : 0,
+    confirmationStatus: status?.confirmationStatus ?? null,
+  };
 }

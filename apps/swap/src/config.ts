@@ -52,6 +52,11 @@ const NetworkSchema = Type.Object({
   ),
   /** Solana: the escrow/program address the co-signed transaction pays into (see the chains module). */
   solana_escrow_address: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * Confirmations a reported settlement transaction needs on this network (Bitcoin default:
+   * `bitcoin.min_confirmations`; others 1). 0 (mempool / processed) only in a `devnet = true` config.
+   */
+  min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
 });
 
 const TokenSchema = Type.Object({
@@ -98,6 +103,11 @@ const ResolverSchema = Type.Object({
 });
 
 export const ConfigSchema = Type.Object({
+  /**
+   * A development configuration: allows 0-confirmation settlement and a refund safety margin under
+   * 600 s. Never set it where value moves.
+   */
+  devnet: Type.Boolean({ default: false }),
   host: Type.String({ minLength: 1, default: '127.0.0.1' }),
   port: Type.Integer({ minimum: 0, maximum: 65535, default: 3100 }),
   /** Default `~/.rgbx-swap`; relative paths are relative to the config file. */
@@ -120,6 +130,12 @@ export const ConfigSchema = Type.Object({
       max_affiliate_fee_bps: Type.Integer({ minimum: 0, maximum: 5000, default: 300 }),
       resolver_timeout_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 2000 }),
       scheduler_interval_ms: Type.Integer({ minimum: 50, maximum: 3_600_000, default: 5000 }),
+      /**
+       * Seconds between the last moment a fulfilment is accepted (the intent deadline) and the moment
+       * the user can refund the source (HTLC CLTV, EVM escrow `refundAfter`): the resolver's window to
+       * claim after it fulfilled late. Default 3600 (six 10-minute blocks); under 600 only on a devnet.
+       */
+      refund_safety_margin_secs: Type.Integer({ minimum: 0, maximum: 7 * 86_400, default: 3600 }),
     },
     { default: {} },
   ),
@@ -143,6 +159,11 @@ export type NetworkConfig = Static<typeof NetworkSchema>;
 export type TokenConfig = Static<typeof TokenSchema>;
 export type ResolverConfig = Static<typeof ResolverSchema>;
 export type RateConfig = Static<typeof RateSchema>;
+
+/** Confirmations a settlement transaction on `network` needs. */
+export function settlementConfirmations(config: Pick<FileConfig, 'bitcoin'>, network: NetworkConfig): number {
+  return network.min_confirmations ?? (network.type === 'BITCOIN' ? config.bitcoin.min_confirmations : 1);
+}
 
 /** The checked configuration the service runs with. */
 export interface SwapConfig extends Omit<FileConfig, 'preimage_key' | 'preimage_key_file' | 'data_dir'> {
@@ -210,10 +231,41 @@ function checkConsistency(c: FileConfig): { path: string; message: string }[] {
       need('chain_id');
       need('permit2_address');
       need('escrow_address');
-      if (n.verify_allowance) need('rpc_url');
     }
     if (n.type === 'BITCOIN') need('bitcoin_network');
+    // Fail closed: every leg on every network is verified on chain before a status moves, so a
+    // network whose chain cannot be read cannot be configured at all.
+    if (n.type === 'BITCOIN' && c.bitcoin.electrum_url === undefined) {
+      issues.push({
+        path: 'bitcoin.electrum_url',
+        message: `"bitcoin.electrum_url" is required: network ${n.id} (BITCOIN) settles only on transactions read through the indexer`,
+      });
+    }
+    if (n.type !== 'BITCOIN' && n.rpc_url === undefined) {
+      issues.push({
+        path: `networks[${i}].rpc_url`,
+        message: `"networks[${i}].rpc_url" is required: network ${n.id} (${n.type}) settles only on transactions read from its node`,
+      });
+    }
+    if (n.min_confirmations === 0 && !c.devnet) {
+      issues.push({
+        path: `networks[${i}].min_confirmations`,
+        message: `"networks[${i}].min_confirmations" = 0 is allowed only with devnet = true`,
+      });
+    }
   });
+  if (c.bitcoin.min_confirmations === 0 && !c.devnet) {
+    issues.push({
+      path: 'bitcoin.min_confirmations',
+      message: '"bitcoin.min_confirmations" = 0 is allowed only with devnet = true',
+    });
+  }
+  if (c.swap.refund_safety_margin_secs < 600 && !c.devnet) {
+    issues.push({
+      path: 'swap.refund_safety_margin_secs',
+      message: `"swap.refund_safety_margin_secs" must be at least 600 (one block) outside a devnet; received ${c.swap.refund_safety_margin_secs}`,
+    });
+  }
   const tokens = new Set<string>();
   c.tokens.forEach((t, i) => {
     if (!nets.has(t.network_id))
@@ -231,6 +283,22 @@ function checkConsistency(c: FileConfig): { path: string; message: string }[] {
     ids.add(r.id);
     r.rates.forEach((rate, j) => {
       const where = `resolvers[${i}].rates[${j}]`;
+      // A fulfilment is checked as sent by the resolver where the chain shows a sender: it needs its
+      // identity on the destination network.
+      const destType = nets.get(rate.dest_network)?.type;
+      const identity =
+        destType === 'EVM'
+          ? 'evm_address'
+          : destType === 'TRON'
+            ? 'tron_address'
+            : destType === 'SOLANA'
+              ? 'solana_address'
+              : undefined;
+      if (identity && r[identity] === undefined)
+        issues.push({
+          path: `resolvers[${i}].${identity}`,
+          message: `"resolvers[${i}].${identity}" is required: ${where} fulfils on network ${rate.dest_network} (${destType})`,
+        });
       for (const [net, tok] of [
         [rate.source_network, rate.source_token],
         [rate.dest_network, rate.dest_token],

@@ -5,7 +5,7 @@
  * Verification: the message is byte-for-byte ours, position 1 carries a valid ed25519 signature by
  * `userAddress` (which must be the intent's source address), positions 0 and 2 are untouched.
  *
- * Without a Solana RPC (`networks.rpc_url`) the blockhash is a deterministic stand-in (devnet).
+ * The recent blockhash comes from the network's node (`networks.rpc_url`, required).
  */
 import { buildCosignTransaction, VerificationError, verifyCosignTransaction } from '@rgbx/chains/sol';
 import type { ChainGateway } from './chain-gateway.ts';
@@ -30,7 +30,7 @@ export async function buildCosignApproval(args: {
   userAddress: string;
   lamports: bigint;
 }): Promise<{ context: CosignContext; params: CosignParams }> {
-  const { blockhash, lastValidBlockHeight } = await args.gateway.solanaBlockhash(args.network, args.intentId);
+  const { blockhash, lastValidBlockHeight } = await args.gateway.solana(args.network).latestBlockhash();
   const destination = args.network.solana_escrow_address ?? args.resolverAddress;
   const built = buildCosignTransaction({
     resolver: args.resolverAddress,

@@ -108,6 +108,10 @@ export interface IntentTable {
   refund_requested_at: BigIntColumn | null;
   refunded_at: BigIntColumn | null;
   secret_released_at: BigIntColumn | null;
+  /** JSON `{ [networkId]: "<tip height/block/slot>" }` read when the resolver accepted (migration 0002). */
+  accepted_tips: string | null;
+  /** JSON array of the verified settlement legs (a read copy of `settlement_legs`, migration 0002). */
+  settlement: string | null;
 }
 
 export interface IntentEventTable {
@@ -136,6 +140,30 @@ export interface ReservedOutpointTable {
   intent_id: string;
 }
 
+/**
+ * One verified leg of a swap (deposit, fulfil, claim, refund): the proof a user or auditor can
+ * re-check. `(network_id, tx_hash)` is unique: one transaction settles at most one leg of one intent.
+ */
+export interface SettlementLegTable {
+  intent_id: string;
+  leg: string;
+  network_id: number;
+  tx_hash: string;
+  /** Output (Bitcoin), log (EVM/Tron) or instruction (Solana) index that satisfied the leg. */
+  idx: number;
+  /** Block height / number / slot as a decimal string; null in the mempool (0-confirmation devnets). */
+  block_height: string | null;
+  block_hash: string | null;
+  /** Unix seconds of the block, when the chain tells. */
+  block_time: BigIntColumn | null;
+  confirmations: number;
+  recipient: string;
+  token: string;
+  amount: string;
+  sender: string | null;
+  verified_at: BigIntColumn;
+}
+
 export interface SwapDatabase {
   api_keys: ApiKeyTable;
   affiliates: AffiliateTable;
@@ -144,6 +172,7 @@ export interface SwapDatabase {
   intent_events: IntentEventTable;
   permit2_nonces: Permit2NonceTable;
   reserved_outpoints: ReservedOutpointTable;
+  settlement_legs: SettlementLegTable;
 }
 
 export type SwapDb = Kysely<SwapDatabase>;
@@ -304,6 +333,32 @@ export const migrations: MigrationSet = (dialect: Dialect) => {
           .addColumn('outpoint', 'text', (c) => c.notNull())
           .addColumn('intent_id', 'text', (c) => c.notNull())
           .addPrimaryKeyConstraint('reserved_outpoints_pk', ['outpoint', 'intent_id'])
+          .execute();
+      },
+    },
+    '0002_settlement_legs': {
+      async up(db) {
+        await db.schema.alterTable('intents').addColumn('accepted_tips', 'text').execute();
+        await db.schema.alterTable('intents').addColumn('settlement', 'text').execute();
+        await db.schema
+          .createTable('settlement_legs')
+          .addColumn('intent_id', 'text', (c) => c.notNull().references('intents.id'))
+          .addColumn('leg', 'text', (c) => c.notNull())
+          .addColumn('network_id', 'integer', (c) => c.notNull())
+          .addColumn('tx_hash', 'text', (c) => c.notNull())
+          .addColumn('idx', 'integer', (c) => c.notNull())
+          .addColumn('block_height', 'text')
+          .addColumn('block_hash', 'text')
+          .addColumn('block_time', ts)
+          .addColumn('confirmations', 'integer', (c) => c.notNull())
+          .addColumn('recipient', 'text', (c) => c.notNull())
+          .addColumn('token', 'text', (c) => c.notNull())
+          .addColumn('amount', 'text', (c) => c.notNull())
+          .addColumn('sender', 'text')
+          .addColumn('verified_at', ts, (c) => c.notNull())
+          .addPrimaryKeyConstraint('settlement_legs_pk', ['intent_id', 'leg'])
+          // The binding rule: a transaction settles one leg of one intent, never two.
+          .addUniqueConstraint('settlement_legs_tx', ['network_id', 'tx_hash'])
           .execute();
       },
     },

@@ -140,6 +140,13 @@ export const E = defineErrors({
     description:
       'A reported transaction is not on chain yet, not confirmed enough, or does not do what it should.',
   },
+  TX_ALREADY_USED: {
+    status: 409,
+    message: (tx: string, by: string) =>
+      `Transaction ${tx} already settles ${by}; one transaction settles one leg of one intent`,
+    description:
+      'A reported transaction already settles a leg (of this or another intent): a payment is never counted twice.',
+  },
   RESOLVER_NOT_ASSIGNED: {
     status: 404,
     message: (id: string) => `Intent ${id} not found`,
@@ -236,6 +243,7 @@ export const ERROR_CODES = {
   BAD_REQUEST: 34,
   SERVICE_UNAVAILABLE: 35,
   INTERNAL_ERROR: 36,
+  TX_ALREADY_USED: 37,
 } as const satisfies Record<SwapErrorName, number>;
 
 /** Codes the kit (Fastify, Ajv, the JSON parser) produces, mapped onto ours. */

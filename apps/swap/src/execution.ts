@@ -1,12 +1,13 @@
 /**
  * Execution after approval: the resolver-facing actions (accept, decline, report deposit / fulfil /
  * claim / refund transactions, fetch the preimage) and the user's refund request and refund report.
- * Each action checks what it must on chain first (onchain-checks.ts), then asks the lifecycle table
- * for the transition (intent-store.ts `applyTransition`).
+ * Each report is proven on chain first (settlement/verify.ts: one verifier per network type, the
+ * transaction bound to one leg of one intent), then the lifecycle table moves the status with the
+ * proof stored in the same database transaction (intent-store.ts `applyTransition`).
  *
  * Preimage release: only to the resolver that quoted and accepted the intent, and only once the
- * intent is `Fulfilled` (the destination leg was reported and, where a reader exists, verified). The
- * user's Bitcoin is safe until then; after the deadline the user refunds through the refund leaf.
+ * intent is `Fulfilled` (the destination payment verified on chain). The user's source funds are
+ * safe until then; after the deadline + safety margin the user refunds (HTLC refund leaf, escrow).
  */
 import type { SwapContext } from './context.ts';
 import { E } from './errors.ts';
@@ -14,15 +15,8 @@ import { type HtlcContext, htlcOf } from './htlc-approval.ts';
 import { applyTransition, expireIfDue, type Intent, type IntentPatch, loadIntent } from './intent-store.ts';
 import type { Trigger } from './lifecycle.ts';
 import { canTransition } from './lifecycle.ts';
-import {
-  type CheckResult,
-  checkBitcoinPayment,
-  checkEvmTransfer,
-  checkHtlcFunding,
-  checkHtlcSpend,
-  normalizeTxHash,
-} from './onchain-checks.ts';
-import type { Permit2Context } from './permit2-approval.ts';
+import { type Leg, legRecord } from './settlement/legs.ts';
+import { readAcceptanceTips, verifyLeg } from './settlement/verify.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -50,8 +44,10 @@ function execution<T>(intent: Intent): T {
 export async function acceptIntent(ctx: SwapContext, resolverId: string, id: string): Promise<Intent> {
   const intent = await loadForResolver(ctx, resolverId, id);
   requireTransition(intent, 'accept');
-  const patch: IntentPatch = { accepted_at: ctx.now() };
-  const details: Record<string, unknown> = {};
+  // The tips of both networks now: every fulfilment and escrow deposit must be mined after them.
+  const tips = await readAcceptanceTips(ctx, intent);
+  const patch: IntentPatch = { accepted_at: ctx.now(), accepted_tips: JSON.stringify(tips) };
+  const details: Record<string, unknown> = { tips };
   if (intent.mechanism === 'htlc') {
     // Funds are locked only once a resolver commits: the service broadcasts the approved funding tx.
     const ex = execution<{ fundingTxid: string; fundingTxHex: string }>(intent);
@@ -80,6 +76,31 @@ export async function declineIntent(
   );
 }
 
+/** Verifies `leg` on chain and moves the intent along `trigger` with the proof, in one store transaction. */
+async function settle(
+  ctx: SwapContext,
+  intent: Intent,
+  leg: Leg,
+  trigger: Trigger,
+  actor: string,
+  txHash: string,
+  patch: (tx: string, nowMs: number) => IntentPatch,
+): Promise<Intent> {
+  const proof = await verifyLeg(ctx, intent, leg, txHash);
+  const nowMs = ctx.now();
+  return applyTransition(
+    ctx.db,
+    intent,
+    trigger,
+    actor,
+    patch(proof.txHash, nowMs),
+    nowMs,
+    legRecord(proof) as unknown as Record<string, unknown>,
+    proof,
+  );
+}
+
+/** The user's funds locked for this intent (HTLC funding tx, escrow deposit, co-signed transfer). */
 export async function reportDeposit(
   ctx: SwapContext,
   resolverId: string,
@@ -88,38 +109,13 @@ export async function reportDeposit(
 ): Promise<Intent> {
   const intent = await loadForResolver(ctx, resolverId, id);
   requireTransition(intent, 'deposit');
-  const network = ctx.catalog.network(intent.sourceChain);
-  const tx = normalizeTxHash(network, txHash);
-  let check: CheckResult;
-  if (intent.mechanism === 'htlc') {
-    check = await checkHtlcFunding(
-      ctx.gateway,
-      htlcContext(intent),
-      tx,
-      ctx.config.bitcoin.min_confirmations,
-    );
-  } else if (intent.mechanism === 'permit2') {
-    const pc = JSON.parse(intent.row.verify_context) as Permit2Context;
-    check = await checkEvmTransfer(ctx.gateway, network, tx, {
-      token: pc.token,
-      from: pc.owner,
-      minAmount: intent.sourceAmountLots,
-    });
-  } else {
-    check = { verified: false };
-  }
-  const nowMs = ctx.now();
-  return applyTransition(
-    ctx.db,
-    intent,
-    'deposit',
-    `resolver:${resolverId}`,
-    { user_deposit_tx: tx, user_deposited_at: nowMs },
-    nowMs,
-    { tx, ...check },
-  );
+  return settle(ctx, intent, 'deposit', 'deposit', `resolver:${resolverId}`, txHash, (tx, nowMs) => ({
+    user_deposit_tx: tx,
+    user_deposited_at: nowMs,
+  }));
 }
 
+/** The destination leg: paid by the resolver to the user; the preimage becomes releasable. */
 export async function reportFulfil(
   ctx: SwapContext,
   resolverId: string,
@@ -128,38 +124,13 @@ export async function reportFulfil(
 ): Promise<Intent> {
   const intent = await loadForResolver(ctx, resolverId, id);
   requireTransition(intent, 'fulfil');
-  const network = ctx.catalog.network(intent.destChain);
-  const tx = normalizeTxHash(network, txHash);
-  let check: CheckResult = { verified: false };
-  if (network.type === 'BITCOIN') {
-    check = await checkBitcoinPayment(
-      ctx.gateway,
-      network,
-      tx,
-      intent.userDestAddress,
-      intent.minDestAmountLots,
-      ctx.config.bitcoin.min_confirmations,
-    );
-  } else if (network.type === 'EVM' || network.type === 'TRON') {
-    check = await checkEvmTransfer(ctx.gateway, network, tx, {
-      token: intent.destToken,
-      to: [intent.userDestAddress],
-      minAmount: intent.minDestAmountLots,
-    });
-  }
-  const nowMs = ctx.now();
-  return applyTransition(
-    ctx.db,
-    intent,
-    'fulfil',
-    `resolver:${resolverId}`,
-    { fulfill_tx: tx, fulfilled_at: nowMs },
-    nowMs,
-    { tx, ...check },
-  );
+  return settle(ctx, intent, 'fulfil', 'fulfil', `resolver:${resolverId}`, txHash, (tx, nowMs) => ({
+    fulfill_tx: tx,
+    fulfilled_at: nowMs,
+  }));
 }
 
-/** The resolver's claim of the source funds (Bitcoin: the HTLC claim leaf with the preimage). */
+/** The resolver's claim of the source funds (Bitcoin: the HTLC claim leaf; EVM: the escrow's Claimed). */
 export async function reportClaim(
   ctx: SwapContext,
   resolverId: string,
@@ -169,34 +140,10 @@ export async function reportClaim(
   const intent = await loadForResolver(ctx, resolverId, id);
   requireTransition(intent, 'claim');
   if (intent.row.swap_tx) throw E.INVALID_TRANSITION.create('claim again', intent.status);
-  const network = ctx.catalog.network(intent.sourceChain);
-  const tx = normalizeTxHash(network, txHash);
-  let check: CheckResult = { verified: false };
-  if (intent.mechanism === 'htlc') {
-    const hc = htlcContext(intent);
-    const htlc = htlcOf(hc);
-    check = await checkHtlcSpend(
-      ctx.gateway,
-      hc,
-      { claimScript: hex(htlc.claimScript), refundScript: hex(htlc.refundScript) },
-      tx,
-      'claim',
-      ctx.config.bitcoin.min_confirmations,
-    );
-  }
-  const nowMs = ctx.now();
-  return applyTransition(
-    ctx.db,
-    intent,
-    'claim',
-    `resolver:${resolverId}`,
-    { swap_tx: tx, swapped_at: nowMs },
-    nowMs,
-    {
-      tx,
-      ...check,
-    },
-  );
+  return settle(ctx, intent, 'claim', 'claim', `resolver:${resolverId}`, txHash, (tx, nowMs) => ({
+    swap_tx: tx,
+    swapped_at: nowMs,
+  }));
 }
 
 /** The preimage, for the accepting resolver of a Fulfilled intent. */
@@ -251,38 +198,12 @@ export async function reportRefund(
       intent.status,
     );
   }
-  const network = ctx.catalog.network(intent.sourceChain);
-  const tx = normalizeTxHash(network, txHash);
-  let check: CheckResult = { verified: false };
-  if (intent.mechanism === 'htlc') {
-    const hc = htlcContext(intent);
-    const htlc = htlcOf(hc);
-    check = await checkHtlcSpend(
-      ctx.gateway,
-      hc,
-      { claimScript: hex(htlc.claimScript), refundScript: hex(htlc.refundScript) },
-      tx,
-      'refund',
-      ctx.config.bitcoin.min_confirmations,
-    );
-  } else if (intent.mechanism === 'permit2') {
-    check = await checkEvmTransfer(ctx.gateway, network, tx, {
-      token: intent.sourceToken,
-      to: [intent.refundAddress, intent.userSourceAddress],
-      minAmount: intent.sourceAmountLots,
-    });
-  }
-  const nowMs = ctx.now();
   const actor = 'apiKeyId' in scope ? 'user' : `resolver:${scope.resolverId}`;
-  return applyTransition(
-    ctx.db,
-    intent,
-    'refund',
-    actor,
-    { refund_tx: tx, refunded_at: nowMs, refund_requested_at: intent.row.refund_requested_at ?? nowMs },
-    nowMs,
-    { tx, ...check },
-  );
+  return settle(ctx, intent, 'refund', 'refund', actor, txHash, (tx, nowMs) => ({
+    refund_tx: tx,
+    refunded_at: nowMs,
+    refund_requested_at: intent.row.refund_requested_at ?? nowMs,
+  }));
 }
 
 /** What a resolver needs to execute: the public intent plus the mechanism's execution data. */

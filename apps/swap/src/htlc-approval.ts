@@ -1,6 +1,7 @@
 /**
  * `htlc` approvals (Bitcoin): a Taproot HTLC (claim leaf: SHA-256 preimage + resolver key; refund
- * leaf: CLTV at the intent deadline + the user's key; unspendable NUMS internal key) and a PSBT
+ * leaf: CLTV at the intent deadline + the refund safety margin, and the user's key; unspendable NUMS
+ * internal key) and a PSBT
  * that funds it from the user's UTXOs found through the Electrum indexer. The user signs the listed
  * inputs; verification compares the returned PSBT with the stored one and checks each signature
  * against the prevouts in OUR store (never the PSBT's `witness_utxo`).
@@ -82,7 +83,8 @@ export async function buildHtlcApproval(args: {
   secretHash: string;
   resolverPubkey: string;
   amount: bigint;
-  deadline: number;
+  /** The HTLC's CLTV (Unix seconds): the intent deadline plus the refund safety margin. */
+  locktime: number;
   feeRate: number;
   minConfirmations: number;
   reserved: ReadonlySet<string>;
@@ -92,7 +94,7 @@ export async function buildHtlcApproval(args: {
     secretHash: args.secretHash,
     resolverPubkey: args.resolverPubkey,
     userPubkey: hex(args.source.pubkey),
-    locktime: args.deadline,
+    locktime: args.locktime,
   };
   const htlc = htlcOf(htlcCtx);
   const all = await args.gateway.listUnspent(scriptHash(args.source.script));

@@ -9,6 +9,7 @@ import type { ApprovalMechanism } from './catalog.ts';
 import { type IntentTable, ms, type SwapDatabase, type SwapDb } from './database.ts';
 import { E } from './errors.ts';
 import { EXPIRABLE, type IntentStatus, isStatus, type Trigger, transition } from './lifecycle.ts';
+import { insertLeg, type LegProof, type LegRecord, parseSettlement } from './settlement/legs.ts';
 
 export type IntentRow = Selectable<IntentTable>;
 export type Executor = SwapDb | Transaction<SwapDatabase>;
@@ -54,6 +55,8 @@ export interface Intent {
   secretHash: string;
   paramsToSign: unknown;
   metadata: SwapMetadata;
+  /** Verified settlement legs, in the order they were proven. */
+  settlement: LegRecord[];
   row: IntentRow;
 }
 
@@ -107,6 +110,7 @@ export function toIntent(r: IntentRow): Intent {
       refundedAt: iso(r.refunded_at),
       refundRequestedAt: iso(r.refund_requested_at),
     },
+    settlement: parseSettlement(r.settlement),
     row: r,
   };
 }
@@ -129,7 +133,9 @@ export type IntentPatch = Omit<Updateable<IntentTable>, 'id' | 'status' | 'updat
 
 /**
  * Moves `intent` along `trigger` (lifecycle table) and writes `patch` with it. Returns the updated
- * intent. `unchanged` triggers only write the patch (still guarded by the current status).
+ * intent. `unchanged` triggers only write the patch (still guarded by the current status). A
+ * settlement `leg` is inserted in the same database transaction: if the transaction id already
+ * settles another leg (a concurrent report), nothing of the transition is written.
  */
 export async function applyTransition(
   db: SwapDb,
@@ -139,6 +145,7 @@ export async function applyTransition(
   patch: IntentPatch,
   nowMs: number,
   details?: Record<string, unknown>,
+  leg?: LegProof,
 ): Promise<Intent> {
   const next = transition(intent.status, trigger);
   return db.transaction().execute(async (trx) => {
@@ -155,6 +162,10 @@ export async function applyTransition(
         .where('id', '=', intent.id)
         .executeTakeFirst();
       throw E.INVALID_TRANSITION.create(trigger.replace('_', ' '), current?.status ?? 'none');
+    }
+    if (leg) {
+      const settlement = await insertLeg(trx, intent.id, intent.row.settlement, leg);
+      await trx.updateTable('intents').set({ settlement }).where('id', '=', intent.id).execute();
     }
     await trx
       .insertInto('intent_events')

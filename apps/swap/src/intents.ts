@@ -108,7 +108,9 @@ async function buildApproval(
         secretHash,
         resolverPubkey: resolverAddress,
         amount: quote.sourceAmountLots,
-        deadline,
+        // Fulfilments are accepted until the deadline; the user's refund opens only after the safety
+        // margin, so a resolver that fulfils at the last moment still has time to claim.
+        locktime: deadline + ctx.config.swap.refund_safety_margin_secs,
         feeRate: ctx.config.bitcoin.fee_rate_sat_vb,
         minConfirmations: ctx.config.bitcoin.min_confirmations,
         reserved: await reservedOutpoints(ctx),

@@ -83,7 +83,8 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'Accepted',
     actor: 'resolver',
     condition: 'the quoting resolver; before the deadline',
-    effects: 'htlc: the signed funding transaction is broadcast through Electrum',
+    effects:
+      'the tips of the source and destination networks are recorded (later fulfilments and escrow deposits must be mined after them); htlc: the signed funding transaction is broadcast through Electrum',
   },
   {
     trigger: 'decline',
@@ -99,8 +100,8 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'UserDeposited',
     actor: 'resolver',
     condition:
-      'before the deadline; Bitcoin: the reported tx is the approved funding tx paying the HTLC, with the configured confirmations; EVM/Tron with an RPC: a successful receipt with an ERC-20 Transfer of at least the source amount from the owner; other networks: recorded as reported (marked unverified)',
-    effects: 'swap_metadata.user_deposit_tx, user_deposited_at',
+      "before the deadline; proven on chain with the network's confirmations, the tx settling no other leg: Bitcoin: the approved funding tx paying the HTLC the quoted amount; EVM/Tron: the escrow's Deposited event for this intent (owner, token, exact amount, resolver, secret hash, refundAfter ≥ deadline + safety margin) and the owner → escrow Transfer, mined after the acceptance; Solana: the approved co-signed transaction executed, after the acceptance",
+    effects: 'swap_metadata.user_deposit_tx, user_deposited_at; the proof in settlement[]',
   },
   {
     trigger: 'fulfil',
@@ -108,9 +109,9 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'Fulfilled',
     actor: 'resolver',
     condition:
-      'before the deadline; Bitcoin destination: the tx pays user_dest_address at least min_dest_amount (confirmed); EVM/Tron destination with an RPC: a successful receipt with an ERC-20 Transfer of at least min_dest_amount to the user; other networks: recorded as reported (marked unverified)',
+      "before the deadline; proven on chain with the network's confirmations, mined after the acceptance, the tx settling no other leg: it pays user_dest_address at least min_dest_amount of the destination token (ERC-20 Transfer, native value, System transfer or Bitcoin outputs), sent by the resolver where the chain shows a sender",
     effects:
-      'swap_metadata.fulfill_tx, fulfilled_at; the preimage becomes available to the accepting resolver',
+      'swap_metadata.fulfill_tx, fulfilled_at; the proof in settlement[]; the preimage becomes available to the accepting resolver',
   },
   {
     trigger: 'claim',
@@ -118,8 +119,8 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'unchanged',
     actor: 'resolver',
     condition:
-      'once (swap_tx not set); Bitcoin source: the tx spends the HTLC output through the claim leaf, revealing the preimage (confirmed); other sources: recorded as reported',
-    effects: 'swap_metadata.swap_tx, swapped_at',
+      "once (swap_tx not set); proven on chain: Bitcoin: the tx spends this intent's HTLC output through the claim leaf, revealing the preimage; EVM/Tron: the escrow's Claimed event for this intent with the preimage; Solana: refused (the co-signed deposit paid the resolver directly)",
+    effects: 'swap_metadata.swap_tx, swapped_at; the proof in settlement[]',
   },
   {
     trigger: 'expire',
@@ -143,8 +144,9 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'Refunded',
     actor: 'user or resolver',
     condition:
-      'funds were deposited; Bitcoin source: the tx spends the HTLC output through the refund leaf (confirmed); EVM/Tron with an RPC: a Transfer of at least the source amount to the refund or source address',
-    effects: 'swap_metadata.refunded_at (refund_requested_at filled in if it was skipped)',
+      "funds were deposited; proven on chain: Bitcoin: the tx spends this intent's HTLC output through the refund leaf; EVM/Tron: the escrow's Refunded event for this intent to the owner; Solana: System transfers of at least the source amount to the refund or source address",
+    effects:
+      'swap_metadata.refunded_at (refund_requested_at filled in if it was skipped); the proof in settlement[]',
   },
 ];
 

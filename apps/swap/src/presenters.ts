@@ -233,6 +233,7 @@ export function swapRecordA(i: Intent) {
     deadlineSecs: i.deadline,
     secretHash: i.secretHash,
     retailUserId: i.retailUserId,
+    settlement: i.settlement,
   };
 }
 
@@ -266,6 +267,21 @@ export function swapRecordB(i: Intent) {
     max_dest_amount_lots: i.maxDestAmountLots.toString(),
     user_source_address: i.userSourceAddress,
     user_dest_address: i.userDestAddress,
+    settlement: i.settlement.map((l) => ({
+      leg: l.leg,
+      network_id: l.networkId,
+      tx_hash: l.txHash,
+      index: l.index,
+      block_height: l.blockHeight,
+      block_hash: l.blockHash,
+      block_time: l.blockTime,
+      confirmations: l.confirmations,
+      recipient: l.recipient,
+      token: l.token,
+      amount: l.amount,
+      sender: l.sender,
+      verified_at: l.verifiedAt,
+    })),
   };
 }
 

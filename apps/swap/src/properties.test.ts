@@ -24,18 +24,34 @@ import {
 
 const dbs = testDatabases();
 
+// A stand-in for empty chains (no UTXOs, no transactions, tip 0): this test checks envelopes only;
+// settlement is proven against real chains in settlement.devnet.test.ts.
 const fakeGateway: ChainGateway = {
   bitcoin: () => ({
     listUnspent: async () => [],
     history: async () => [],
     transactionHex: async () => null,
     confirmations: async () => null,
+    transaction: async () => null,
+    tip: async () => 0,
     broadcast: async (_hex, txid) => txid,
     ping: async () => {},
   }),
   allowance: async () => 0n,
-  evmReceipt: async () => null,
-  solanaBlockhash: async () => ({ blockhash: '11111111111111111111111111111111', lastValidBlockHeight: 0n }),
+  evm: () => ({
+    receipt: async () => null,
+    transaction: async () => null,
+    blockNumber: async () => 0n,
+    blockTime: async () => null,
+  }),
+  solana: () => ({
+    transaction: async () => null,
+    slot: async () => 0n,
+    latestBlockhash: async () => ({
+      blockhash: '11111111111111111111111111111111',
+      lastValidBlockHeight: 0n,
+    }),
+  }),
   close: () => {},
 };
 

@@ -70,3 +70,60 @@ export const HumanAmount = Type.Union([
 ]);
 export const SwapType = Type.Union([Type.Literal('standard'), Type.Literal('optimized')]);
 export const DepositType = Type.Literal('escrowed');
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+const LEG_DESCRIPTION =
+  'A settlement leg proven on chain: the transaction, where it is mined, and what was verified (recipient, token, amount, sender where the chain shows one). Anyone can re-check it against the chain.';
+
+/** One verified settlement leg, Surface A (camelCase). */
+export const SettlementLegA = Type.Object(
+  {
+    leg: Type.Union([
+      Type.Literal('deposit'),
+      Type.Literal('fulfil'),
+      Type.Literal('claim'),
+      Type.Literal('refund'),
+    ]),
+    networkId: Type.Integer(),
+    txHash: Type.String(),
+    index: Type.Integer({
+      description:
+        'output (Bitcoin), log (EVM/Tron) or instruction (Solana) index; -1 = the transaction itself',
+    }),
+    blockHeight: NullableString,
+    blockHash: NullableString,
+    blockTime: Type.Union([Type.Integer(), Type.Null()]),
+    confirmations: Type.Integer({ description: 'at verification' }),
+    recipient: Type.String(),
+    token: Type.String(),
+    amount: Type.String({ pattern: '^[0-9]+$' }),
+    sender: NullableString,
+    verifiedAt: Type.String({ format: 'date-time' }),
+  },
+  { description: LEG_DESCRIPTION },
+);
+
+/** One verified settlement leg, Surface B and the resolver API (snake_case). */
+export const SettlementLegB = Type.Object(
+  {
+    leg: Type.Union([
+      Type.Literal('deposit'),
+      Type.Literal('fulfil'),
+      Type.Literal('claim'),
+      Type.Literal('refund'),
+    ]),
+    network_id: Type.Integer(),
+    tx_hash: Type.String(),
+    index: Type.Integer(),
+    block_height: NullableString,
+    block_hash: NullableString,
+    block_time: Type.Union([Type.Integer(), Type.Null()]),
+    confirmations: Type.Integer(),
+    recipient: Type.String(),
+    token: Type.String(),
+    amount: Type.String({ pattern: '^[0-9]+$' }),
+    sender: NullableString,
+    verified_at: Type.String({ format: 'date-time' }),
+  },
+  { description: LEG_DESCRIPTION },
+);

@@ -29,6 +29,7 @@ import {
   NetworkType,
   Offset,
   Pagination,
+  SettlementLegA,
   Status,
   SwapType,
   TxHash,
@@ -253,6 +254,7 @@ export const SwapRecordSchemaA = Type.Object(
     deadlineSecs: Type.Integer(),
     secretHash: Type.String(),
     retailUserId: Type.Union([Type.String(), Type.Null()]),
+    settlement: Type.Array(SettlementLegA, { description: 'Verified legs, in the order they were proven' }),
   },
   { $id: 'SwapRecordA' },
 );

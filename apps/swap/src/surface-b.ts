@@ -30,6 +30,7 @@ import {
   NetworkType,
   Offset,
   Pagination,
+  SettlementLegB,
   Status,
   SwapType,
   TxHash,
@@ -233,6 +234,9 @@ export const SwapRecordSchemaB = Type.Object(
     max_dest_amount_lots: Lots,
     user_source_address: Type.String(),
     user_dest_address: Type.String(),
+    settlement: Type.Array(SettlementLegB, {
+      description: 'Verified legs, in the order they were proven (an addition to the Hotpot record)',
+    }),
   },
   { $id: 'SwapRecordB' },
 );

@@ -11,6 +11,7 @@ import { tronAddressFromPublicKey } from '@rgbx/chains/tron';
 import { createTestPgDatabase, type Dialect } from '@rgbx/store';
 import { base58 } from '@scure/base';
 import { p2tr, utils } from '@scure/btc-signer';
+import { createKeyPairSignerFromPrivateKeyBytes } from '@solana/kit';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll } from 'vitest';
 import { createApiKey, sha256 } from './api-keys.ts';
@@ -75,9 +76,14 @@ export function randomSolanaAddress(): string {
 /** Fixed identities used by the default test configuration. */
 export const RESOLVER_KEY = `rgbx_resolver_${'r'.repeat(43)}`;
 export const RESOLVER_BTC = btcKey();
-export const RESOLVER_EVM = privateKeyToAccount(generatePrivateKey());
+export const RESOLVER_EVM_KEY = generatePrivateKey();
+export const RESOLVER_EVM = privateKeyToAccount(RESOLVER_EVM_KEY);
 export const RESOLVER_TRON = tronKey();
-export const RESOLVER_SOL = randomSolanaAddress();
+/** The resolver's Solana key (fee payer at position 0 of co-signed transactions; pays Solana destinations). */
+export const RESOLVER_SOL_SIGNER = await createKeyPairSignerFromPrivateKeyBytes(
+  crypto.getRandomValues(new Uint8Array(32)),
+);
+export const RESOLVER_SOL = RESOLVER_SOL_SIGNER.address as string;
 export const USDC = randomEvmAddress();
 export const WETH = randomEvmAddress();
 export const ESCROW = randomEvmAddress();
@@ -88,10 +94,27 @@ export const TRON_PERMIT2 = tronKey().address;
 export const SOL_MINT = 'So11111111111111111111111111111111111111112';
 export const RGB_ASSET = 'rgb:2dkSTbr-jFhznbPmo-TQafzswCN-av4gTsJjX-ttx6CNou5-M98k8Zd';
 
+/**
+ * Where a test does not run a node for a network, its reader points here: the discard port, where
+ * nothing listens. The configuration is complete (every network has its reader, as the service
+ * requires), and any read fails with UPSTREAM_UNAVAILABLE (503) — never a made-up answer.
+ */
+export const UNREACHABLE_RPC = 'http://127.0.0.1:9';
+export const UNREACHABLE_ELECTRUM = 'tcp://127.0.0.1:9';
+
 export interface TestConfigOptions {
   databaseUrl: string;
   electrumUrl?: string;
   evmRpcUrl?: string;
+  /** Tron's Ethereum-compatible JSON-RPC (tests: the EVM devnode serving that role). */
+  tronRpcUrl?: string;
+  tronChainId?: number;
+  tronPermit2?: string;
+  tronEscrow?: string;
+  tronUsdt?: string;
+  solRpcUrl?: string;
+  solEscrow?: string;
+  refundSafetyMarginSecs?: number;
   /** EVM token address overrides (real contracts on a dev node). */
   usdc?: string;
   permit2?: string;
@@ -105,7 +128,9 @@ export interface TestConfigOptions {
 
 export function testConfigToml(o: TestConfigOptions): string {
   const usdc = o.usdc ?? USDC;
+  const tronUsdt = o.tronUsdt ?? TRON_USDT;
   return `
+devnet = true
 database_url = "${o.databaseUrl}"
 preimage_key = "${'ab'.repeat(32)}"
 log_level = "silent"
@@ -114,9 +139,10 @@ log_level = "silent"
 quote_ttl_secs = ${o.quoteTtlSecs ?? 60}
 intent_ttl_secs = ${o.intentTtlSecs ?? 3600}
 scheduler_interval_ms = 3600000
+refund_safety_margin_secs = ${o.refundSafetyMarginSecs ?? 3600}
 
 [bitcoin]
-${o.electrumUrl ? `electrum_url = "${o.electrumUrl}"` : ''}
+electrum_url = "${o.electrumUrl ?? UNREACHABLE_ELECTRUM}"
 fee_rate_sat_vb = 2
 min_confirmations = ${o.minConfirmations ?? 1}
 
@@ -133,21 +159,24 @@ type = "EVM"
 chain_id = ${o.evmChainId ?? 31337}
 permit2_address = "${o.permit2 ?? PERMIT2}"
 escrow_address = "${o.escrow ?? ESCROW}"
-${o.evmRpcUrl ? `rpc_url = "${o.evmRpcUrl}"` : 'verify_allowance = false'}
+${o.evmRpcUrl ? `rpc_url = "${o.evmRpcUrl}"` : `rpc_url = "${UNREACHABLE_RPC}"\nverify_allowance = false`}
 
 [[networks]]
 id = ${NET.tron}
 name = "Tron"
 type = "TRON"
-chain_id = 728126428
-permit2_address = "${TRON_PERMIT2}"
-escrow_address = "${TRON_ESCROW}"
-verify_allowance = false
+chain_id = ${o.tronChainId ?? 728126428}
+permit2_address = "${o.tronPermit2 ?? TRON_PERMIT2}"
+escrow_address = "${o.tronEscrow ?? TRON_ESCROW}"
+rpc_url = "${o.tronRpcUrl ?? UNREACHABLE_RPC}"
+verify_allowance = ${o.tronRpcUrl ? 'true' : 'false'}
 
 [[networks]]
 id = ${NET.sol}
 name = "Solana"
 type = "SOLANA"
+rpc_url = "${o.solRpcUrl ?? UNREACHABLE_RPC}"
+${o.solEscrow ? `solana_escrow_address = "${o.solEscrow}"` : ''}
 
 [[tokens]]
 network_id = ${NET.btc}
@@ -183,7 +212,7 @@ wrapped_token_address = "${WETH}"
 network_id = ${NET.tron}
 symbol = "USDT"
 name = "Tether USD"
-address = "${TRON_USDT}"
+address = "${tronUsdt}"
 decimals = 6
 
 [[tokens]]
@@ -221,7 +250,7 @@ rate = "0.0000166"
 
 [[resolvers.rates]]
 source_network = ${NET.tron}
-source_token = "${TRON_USDT}"
+source_token = "${tronUsdt}"
 dest_network = ${NET.evm}
 dest_token = "${usdc}"
 rate = "0.999"

@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import { HDKey } from '@scure/bip32';
 import { mnemonicToSeedSync } from '@scure/bip39';
 import { p2tr, p2wpkh, Script, Transaction } from '@scure/btc-signer';
-import { describe, expect, it } from 'vitest';
-import { signPsbt } from './signer.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type SignPsbtOptions, signPsbt } from './signer.ts';
+import { SigningCheckError } from './signing-check.ts';
 
 // BIP39 test vector mnemonic: a fixed, public test key (never use it for funds).
 const MNEMONIC =
@@ -182,5 +183,122 @@ describe('signPsbt', () => {
     expect(() => signPsbt(b64, 'not a mnemonic')).toThrow(/invalid BIP39 mnemonic/);
     expect(() => signPsbt('###', MNEMONIC)).toThrow(/base64/);
     expect(() => signPsbt('aGVsbG8=', MNEMONIC)).toThrow(/cannot parse PSBT/);
+  });
+});
+
+// ---- opt-in output checks ----------------------------------------------------------------------
+
+const REGTEST = { bech32: 'bcrt', pubKeyHash: 0x6f, scriptHash: 0xc4, wif: 0xef };
+const changeKey = root.derive("m/84'/1'/0'/1/0");
+const changePath = [84 + H, 1 + H, 0 + H, 1, 0];
+const tapChangeKey = root.derive("m/86'/1'/0'/1/4");
+const tapChangePath = [86 + H, 1 + H, 0 + H, 1, 4];
+const recipient = p2wpkh(
+  HDKey.fromMasterSeed(mnemonicToSeedSync(OTHER)).derive("m/84'/1'/0'/0/0").publicKey!,
+  REGTEST,
+);
+const stranger = p2wpkh(
+  HDKey.fromMasterSeed(mnemonicToSeedSync(OTHER)).derive("m/84'/1'/0'/0/1").publicKey!,
+  REGTEST,
+);
+
+type Out = Parameters<Transaction['addOutput']>[0];
+const payRecipient = (amount = 40_000n): Out => ({ script: recipient.script, amount });
+/** Change back to this wallet, with the BIP32 record rgb-lib (BDK) writes for own outputs. */
+const walletChange = (amount = 38_000n, script = p2wpkh(changeKey.publicKey!).script): Out => ({
+  script,
+  amount,
+  bip32Derivation: [[changeKey.publicKey!, { fingerprint: root.fingerprint, path: changePath }]],
+});
+const tapWalletChange = (amount: bigint): Out => {
+  const x = tapChangeKey.publicKey!.subarray(1);
+  return {
+    script: p2tr(x).script,
+    amount,
+    tapBip32Derivation: [[x, { hashes: [], der: { fingerprint: root.fingerprint, path: tapChangePath } }]],
+  };
+};
+const opReturn = (amount = 0n): Out => ({
+  script: Script.encode(['RETURN', new Uint8Array(32).fill(9)]),
+  amount,
+});
+
+/** The inputs of buildPsbt (50 000 + 30 000 sats) with these outputs. */
+function psbtPaying(outputs: Out[]): string {
+  const tx = Transaction.fromPSBT(Buffer.from(buildPsbt().b64, 'base64'), { allowUnknownOutputs: true });
+  const fresh = new Transaction({ allowUnknownOutputs: true });
+  for (let i = 0; i < tx.inputsLength; i++) fresh.addInput(tx.getInput(i));
+  for (const o of outputs) fresh.addOutput(o);
+  return Buffer.from(fresh.toPSBT()).toString('base64');
+}
+
+const EXPECT: SignPsbtOptions = {
+  expectOutputs: [{ address: recipient.address!, amount: 40_000n }],
+  maxFeeSats: 3_000n,
+};
+
+describe('signPsbt output checks (opt-in)', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('signs when every output is expected, change of this wallet, or a zero-value OP_RETURN', () => {
+    const spy = vi.spyOn(Transaction.prototype, 'signIdx');
+    const b64 = psbtPaying([payRecipient(), walletChange(20_000n), tapWalletChange(18_000n), opReturn()]);
+    const tx = Transaction.fromPSBT(Buffer.from(signPsbt(b64, MNEMONIC, EXPECT), 'base64'), {
+      allowUnknownOutputs: true,
+    });
+    expect(tx.isFinal).toBe(true);
+    expect(spy).toHaveBeenCalled();
+    // change named explicitly instead of recognized through the BIP32 records
+    const plain = psbtPaying([payRecipient(), { script: stranger.script, amount: 38_000n }]);
+    signPsbt(plain, MNEMONIC, { ...EXPECT, changeAddresses: [stranger.address!], network: 'regtest' });
+    // an empty expectation: everything must be change (creating UTXOs)
+    signPsbt(psbtPaying([walletChange(39_000n), walletChange(39_000n)]), MNEMONIC, { expectOutputs: [] });
+    // without options nothing is checked (the existing behaviour)
+    signPsbt(psbtPaying([{ script: stranger.script, amount: 79_000n }]), MNEMONIC);
+  });
+
+  const cases: [string, string, Out[], SignPsbtOptions?][] = [
+    ['the recipient paid another amount', 'output_amount', [payRecipient(45_000n), walletChange(33_000n)]],
+    [
+      'an extra output to a stranger',
+      'unexpected_output',
+      [payRecipient(), walletChange(28_000n), { script: stranger.script, amount: 10_000n }],
+    ],
+    ['the expected output missing', 'missing_output', [walletChange(78_000n)]],
+    [
+      'change whose BIP32 record names our key but whose script is someone else’s',
+      'unexpected_output',
+      [payRecipient(), walletChange(38_000n, stranger.script)],
+    ],
+    [
+      'wallet change when walletChange is off and no change address is named',
+      'unexpected_output',
+      [payRecipient(), walletChange()],
+      { ...EXPECT, walletChange: false },
+    ],
+    [
+      'an OP_RETURN that burns sats',
+      'unexpected_output',
+      [payRecipient(), walletChange(37_000n), opReturn(1_000n)],
+    ],
+    ['a fee above maxFeeSats', 'fee', [payRecipient(), walletChange(30_000n)]],
+  ];
+  it.each(cases)('refuses %s (%s) and signs nothing', (_what, code, outputs, opts) => {
+    const spy = vi.spyOn(Transaction.prototype, 'signIdx');
+    let caught: unknown;
+    try {
+      signPsbt(psbtPaying(outputs), MNEMONIC, opts ?? EXPECT);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(SigningCheckError);
+    expect((caught as SigningCheckError).code, (caught as Error).message).toBe(code);
+    expect(spy).not.toHaveBeenCalled();
+  });
+
+  it('throws a plain error for an expectation that is not an address', () => {
+    expect(() =>
+      signPsbt(psbtPaying([payRecipient()]), MNEMONIC, { expectOutputs: [{ address: 'nope', amount: 1n }] }),
+    ).toThrow(/not a Bitcoin address/);
   });
 });

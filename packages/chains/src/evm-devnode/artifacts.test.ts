@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PERMIT2_DIGEST_PROBE, TEST_TOKEN } from './artifacts.ts';
+import { PERMIT2_DIGEST_PROBE, SIGNATURE_TRANSFER, SWAP_ESCROW, TEST_TOKEN } from './artifacts.ts';
 
 interface Artifact {
   contractName: string;
@@ -15,12 +15,20 @@ describe('committed EVM artifacts', () => {
     const script = new URL('../../test/evm/compile.mjs', import.meta.url).href;
     const { compile } = (await import(script)) as { compile(): Record<string, Artifact> };
     const fresh = compile();
-    for (const committed of [TEST_TOKEN, PERMIT2_DIGEST_PROBE] as readonly Artifact[]) {
+    const committedAll = [
+      TEST_TOKEN,
+      PERMIT2_DIGEST_PROBE,
+      SIGNATURE_TRANSFER,
+      SWAP_ESCROW,
+    ] as readonly Artifact[];
+    // every contract the script compiles is committed, and every committed one is checked
+    expect(Object.keys(fresh).sort()).toEqual(committedAll.map((a) => a.contractName).sort());
+    for (const committed of committedAll) {
       const f = fresh[committed.contractName]!;
       expect(f.sourceSha256).toBe(committed.sourceSha256);
       expect(f.compiler).toBe(committed.compiler);
       expect(f.bytecode).toBe(committed.bytecode);
       expect(f.abi).toEqual(committed.abi);
     }
-  });
+  }, 60_000);
 });

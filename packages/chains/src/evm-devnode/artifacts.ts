@@ -406,3 +406,744 @@ export const PERMIT2_DIGEST_PROBE = {
   bytecode:
     '0x6080604052348015600e575f5ffd5b506106538061001c5f395ff3fe608060405234801561000f575f5ffd5b5060043610610034575f3560e01c80638368060b14610038578063ff79e81814610068575b5f5ffd5b61004b610046366004610414565b610089565b6040516001600160a01b0390911681526020015b60405180910390f35b61007b6100763660046104b0565b6101b3565b60405190815260200161005f565b5f604182146100ec5760405162461bcd60e51b815260206004820152602560248201527f5065726d69743244696765737450726f62653a2036352d62797465207369676e604482015264617475726560d81b606482015260840160405180910390fd5b5f6100fa602082858761051c565b61010391610543565b90505f61011460406020868861051c565b61011d91610543565b90505f8585604081811061013357610133610561565b919091013560f81c91506001905061014e8c8c8c8c8c6101b3565b604080515f8152602081018083529290925260ff841690820152606081018590526080810184905260a0016020604051602081039080840390855afa158015610199573d5f5f3e3d5ffd5b5050604051601f1901519c9b505050505050505050505050565b5f5f6040518060a00160405280606481526020016105ba6064913984846040516020016101e293929190610575565b60408051601f19818403018152919052805160209182012091505f907f618358ac3db8dc274f0cd8829da7e234bd48cd73c4a740aede1adec9846d06a19061022c90890189610599565b604080516020818101949094526001600160a01b03909216908201529088013560608201526080016040516020818303038152906040528051906020012090505f82828960400160208101906102829190610599565b60408051602080820195909552808201939093526001600160a01b039182166060808501919091528c0135608080850191909152909b013560a083015260c08083019a909a528a51808303909a018a5260e082018b528951998301999099207f8cad95687ba82c2ce50e74f7b754645e5117c3a5bec8151c0726d5857980a8666101008301527f9ac997416e8ff9d2ff6bebeb7149f65cdae5e32e2b90440b566bb3044041d36a610120830152466101408301529a909816610160808a01919091528951808a03909101815261018089018a5280519082012061190160f01b6101a08a01526101a28901526101c28089019a909a528851808903909a018a526101e2909701909752505085519590930194909420949350505050565b80356001600160a01b03811681146103b4575f5ffd5b919050565b5f60a082840312156103c9575f5ffd5b50919050565b5f5f83601f8401126103df575f5ffd5b50813567ffffffffffffffff8111156103f6575f5ffd5b60208301915083602082850101111561040d575f5ffd5b9250929050565b5f5f5f5f5f5f5f610120888a03121561042b575f5ffd5b6104348861039e565b96506104438960208a016103b9565b955060c0880135945060e088013567ffffffffffffffff811115610465575f5ffd5b6104718a828b016103cf565b90955093505061010088013567ffffffffffffffff811115610491575f5ffd5b61049d8a828b016103cf565b989b979a50959850939692959293505050565b5f5f5f5f5f61010086880312156104c5575f5ffd5b6104ce8661039e565b94506104dd87602088016103b9565b935060c0860135925060e086013567ffffffffffffffff8111156104ff575f5ffd5b61050b888289016103cf565b969995985093965092949392505050565b5f5f8585111561052a575f5ffd5b83861115610536575f5ffd5b5050820193919092039150565b8035602083101561055b575f19602084900360031b1b165b92915050565b634e487b7160e01b5f52603260045260245ffd5b5f84518060208701845e5f908301908152838582375f930192835250909392505050565b5f602082840312156105a9575f5ffd5b6105b28261039e565b939250505056fe5065726d69745769746e6573735472616e7366657246726f6d28546f6b656e5065726d697373696f6e73207065726d69747465642c61646472657373207370656e6465722c75696e74323536206e6f6e63652c75696e7432353620646561646c696e652ca2646970667358221220ab33986c98092c4796d74150c7d3cafafee6b4f352ff93590bee7b65840fab7164736f6c63430008250033',
 } as const;
+
+export const SIGNATURE_TRANSFER = {
+  contractName: 'SignatureTransfer',
+  source: 'packages/chains/test/evm/SignatureTransfer.sol',
+  sourceSha256: '44d169a524ba42b0ad3da93b8cabac78fb102a3554941ae755c69037933de778',
+  compiler: 'solc-js 0.8.37+commit.f401782d.Emscripten.clang',
+  settings: {
+    evmVersion: 'cancun',
+    optimizer: {
+      enabled: true,
+      runs: 200,
+    },
+  },
+  abi: [
+    {
+      inputs: [
+        {
+          internalType: 'uint256',
+          name: 'maxAmount',
+          type: 'uint256',
+        },
+      ],
+      name: 'InvalidAmount',
+      type: 'error',
+    },
+    {
+      inputs: [],
+      name: 'InvalidNonce',
+      type: 'error',
+    },
+    {
+      inputs: [],
+      name: 'InvalidSignature',
+      type: 'error',
+    },
+    {
+      inputs: [],
+      name: 'InvalidSignatureLength',
+      type: 'error',
+    },
+    {
+      inputs: [],
+      name: 'InvalidSigner',
+      type: 'error',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'uint256',
+          name: 'deadline',
+          type: 'uint256',
+        },
+      ],
+      name: 'SignatureExpired',
+      type: 'error',
+    },
+    {
+      inputs: [],
+      name: 'TransferFailed',
+      type: 'error',
+    },
+    {
+      anonymous: false,
+      inputs: [
+        {
+          indexed: true,
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+        {
+          indexed: false,
+          internalType: 'uint256',
+          name: 'word',
+          type: 'uint256',
+        },
+        {
+          indexed: false,
+          internalType: 'uint256',
+          name: 'mask',
+          type: 'uint256',
+        },
+      ],
+      name: 'UnorderedNonceInvalidation',
+      type: 'event',
+    },
+    {
+      inputs: [],
+      name: 'DOMAIN_SEPARATOR',
+      outputs: [
+        {
+          internalType: 'bytes32',
+          name: '',
+          type: 'bytes32',
+        },
+      ],
+      stateMutability: 'view',
+      type: 'function',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'uint256',
+          name: 'wordPos',
+          type: 'uint256',
+        },
+        {
+          internalType: 'uint256',
+          name: 'mask',
+          type: 'uint256',
+        },
+      ],
+      name: 'invalidateUnorderedNonces',
+      outputs: [],
+      stateMutability: 'nonpayable',
+      type: 'function',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'address',
+          name: '',
+          type: 'address',
+        },
+        {
+          internalType: 'uint256',
+          name: '',
+          type: 'uint256',
+        },
+      ],
+      name: 'nonceBitmap',
+      outputs: [
+        {
+          internalType: 'uint256',
+          name: '',
+          type: 'uint256',
+        },
+      ],
+      stateMutability: 'view',
+      type: 'function',
+    },
+    {
+      inputs: [
+        {
+          components: [
+            {
+              components: [
+                {
+                  internalType: 'address',
+                  name: 'token',
+                  type: 'address',
+                },
+                {
+                  internalType: 'uint256',
+                  name: 'amount',
+                  type: 'uint256',
+                },
+              ],
+              internalType: 'struct SignatureTransfer.TokenPermissions',
+              name: 'permitted',
+              type: 'tuple',
+            },
+            {
+              internalType: 'uint256',
+              name: 'nonce',
+              type: 'uint256',
+            },
+            {
+              internalType: 'uint256',
+              name: 'deadline',
+              type: 'uint256',
+            },
+          ],
+          internalType: 'struct SignatureTransfer.PermitTransferFrom',
+          name: 'permit',
+          type: 'tuple',
+        },
+        {
+          components: [
+            {
+              internalType: 'address',
+              name: 'to',
+              type: 'address',
+            },
+            {
+              internalType: 'uint256',
+              name: 'requestedAmount',
+              type: 'uint256',
+            },
+          ],
+          internalType: 'struct SignatureTransfer.SignatureTransferDetails',
+          name: 'transferDetails',
+          type: 'tuple',
+        },
+        {
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+        {
+          internalType: 'bytes32',
+          name: 'witness',
+          type: 'bytes32',
+        },
+        {
+          internalType: 'string',
+          name: 'witnessTypeString',
+          type: 'string',
+        },
+        {
+          internalType: 'bytes',
+          name: 'signature',
+          type: 'bytes',
+        },
+      ],
+      name: 'permitWitnessTransferFrom',
+      outputs: [],
+      stateMutability: 'nonpayable',
+      type: 'function',
+    },
+  ],
+  bytecode:
+    '0x6080604052348015600e575f5ffd5b50610a3d8061001c5f395ff3fe608060405234801561000f575f5ffd5b506004361061004a575f3560e01c8063137c29fe1461004e5780633644e515146100635780633ff9dcb11461007d5780634fe02b4414610090575b5f5ffd5b61006161005c3660046107aa565b6100b7565b005b61006b6102ad565b60405190815260200160405180910390f35b61006161008b366004610866565b61032b565b61006b61009e366004610886565b5f60208181529281526040808220909352908152205481565b87606001354211156100e75760405163cd21db4f60e01b8152606089013560048201526024015b60405180910390fd5b60208089013590880135111561011657604051633728b83d60e01b8152602089013560048201526024016100de565b610124868960400135610383565b5f6040518060a00160405280606481526020016109a4606491398585604051602001610152939291906108c5565b60408051601f19818403018152919052805160209182012091505f907f618358ac3db8dc274f0cd8829da7e234bd48cd73c4a740aede1adec9846d06a19061019c908c018c6108e3565b604080516020808201949094526001600160a01b0390921690820152908b0135606082015260800160408051601f19818403018152828252805160209182012090830185905282820181905233606080850191909152918d01356080840152908c013560a083015260c0820189905291505f9060e0016040516020818303038152906040528051906020012090505f6102336102ad565b60405161190160f01b60208201526022810191909152604281018390526062016040516020818303038152906040528051906020012090506102778187878d6103fd565b61029f61028760208e018e6108e3565b8b61029560208f018f6108e3565b8e602001356105f5565b505050505050505050505050565b604080517f8cad95687ba82c2ce50e74f7b754645e5117c3a5bec8151c0726d5857980a86660208201527f9ac997416e8ff9d2ff6bebeb7149f65cdae5e32e2b90440b566bb3044041d36a918101919091524660608201523060808201525f9060a00160405160208183030381529060405280519060200120905090565b335f8181526020818152604080832086845282529182902080548517905581518581529081018490527f3704902f963766a4e561bbaab6e6cdc1b1dd12f6e9e99648da8843b3f46b918d910160405180910390a25050565b6001600160a01b0382165f90815260208181526040808320600885901c808552925290912054600160ff84161b90808216156103d257604051633ab3447f60e11b815260040160405180910390fd5b6001600160a01b039094165f9081526020818152604080832094835293905291909120921790915550565b5f8080604185900361045e5761041660205f8789610903565b61041f9161092a565b925061042f604060208789610903565b6104389161092a565b91508585604081811061044d5761044d610948565b919091013560f81c91506104d59050565b60408590036104bc5761047460205f8789610903565b61047d9161092a565b92505f61048e60406020888a610903565b6104979161092a565b6001600160ff1b038116935090506104b460ff82901c601b61095c565b9150506104d5565b604051634be6321b60e01b815260040160405180910390fd5b7f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a082118061051657508060ff16601b1415801561051657508060ff16601c14155b1561053457604051638baa579f60e01b815260040160405180910390fd5b604080515f808252602082018084528a905260ff841692820192909252606081018590526080810184905260019060a0016020604051602081039080840390855afa158015610585573d5f5f3e3d5ffd5b5050604051601f1901519150506001600160a01b0381166105b957604051638baa579f60e01b815260040160405180910390fd5b846001600160a01b0316816001600160a01b0316146105eb57604051632057875960e21b815260040160405180910390fd5b5050505050505050565b604080516001600160a01b0385811660248301528481166044830152606480830185905283518084039091018152608490920183526020820180516001600160e01b03166323b872dd60e01b17905291515f928392908816916106589190610981565b5f604051808303815f865af19150503d805f8114610691576040519150601f19603f3d011682016040523d82523d5f602084013e610696565b606091505b5091509150816106c95780515f036106c1576040516312171d8360e31b815260040160405180910390fd5b805160208201fd5b80515f0361070057856001600160a01b03163b5f036106fb576040516312171d8360e31b815260040160405180910390fd5b610742565b60208151108061072457508080602001905181019061071f919061098c565b600114155b15610742576040516312171d8360e31b815260040160405180910390fd5b505050505050565b80356001600160a01b0381168114610760575f5ffd5b919050565b5f5f83601f840112610775575f5ffd5b50813567ffffffffffffffff81111561078c575f5ffd5b6020830191508360208285010111156107a3575f5ffd5b9250929050565b5f5f5f5f5f5f5f5f888a036101408112156107c3575f5ffd5b60808112156107d0575f5ffd5b8998506040607f19820112156107e4575f5ffd5b506080890196506107f760c08a0161074a565b955060e0890135945061010089013567ffffffffffffffff81111561081a575f5ffd5b6108268b828c01610765565b90955093505061012089013567ffffffffffffffff811115610846575f5ffd5b6108528b828c01610765565b999c989b5096995094979396929594505050565b5f5f60408385031215610877575f5ffd5b50508035926020909101359150565b5f5f60408385031215610897575f5ffd5b6108a08361074a565b946020939093013593505050565b5f81518060208401855e5f93019283525090919050565b5f6108d082866108ae565b838582375f930192835250909392505050565b5f602082840312156108f3575f5ffd5b6108fc8261074a565b9392505050565b5f5f85851115610911575f5ffd5b8386111561091d575f5ffd5b5050820193919092039150565b80356020831015610942575f19602084900360031b1b165b92915050565b634e487b7160e01b5f52603260045260245ffd5b60ff818116838216019081111561094257634e487b7160e01b5f52601160045260245ffd5b5f6108fc82846108ae565b5f6020828403121561099c575f5ffd5b505191905056fe5065726d69745769746e6573735472616e7366657246726f6d28546f6b656e5065726d697373696f6e73207065726d69747465642c61646472657373207370656e6465722c75696e74323536206e6f6e63652c75696e7432353620646561646c696e652ca264697066735822122095ccd8ddaa90afedb9c144ca440d283515cb360cbffacffa963ea13f6b6bcb3a64736f6c63430008250033',
+} as const;
+
+export const SWAP_ESCROW = {
+  contractName: 'SwapEscrow',
+  source: 'packages/chains/test/evm/SwapEscrow.sol',
+  sourceSha256: '740a37e1297a587cb1ced31920ac934510f9aa8bf148f41efc2c462cd9635b98',
+  compiler: 'solc-js 0.8.37+commit.f401782d.Emscripten.clang',
+  settings: {
+    evmVersion: 'cancun',
+    optimizer: {
+      enabled: true,
+      runs: 200,
+    },
+  },
+  abi: [
+    {
+      inputs: [
+        {
+          internalType: 'address',
+          name: 'permit2',
+          type: 'address',
+        },
+        {
+          internalType: 'uint256',
+          name: 'refundDelaySecs',
+          type: 'uint256',
+        },
+      ],
+      stateMutability: 'nonpayable',
+      type: 'constructor',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'bytes32',
+          name: 'intentId',
+          type: 'bytes32',
+        },
+        {
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+      ],
+      name: 'AlreadyLocked',
+      type: 'error',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'uint256',
+          name: 'refundAfter',
+          type: 'uint256',
+        },
+      ],
+      name: 'ClaimWindowClosed',
+      type: 'error',
+    },
+    {
+      inputs: [],
+      name: 'InvalidPreimage',
+      type: 'error',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'bytes32',
+          name: 'intentId',
+          type: 'bytes32',
+        },
+        {
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+      ],
+      name: 'NotLocked',
+      type: 'error',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'uint256',
+          name: 'refundAfter',
+          type: 'uint256',
+        },
+      ],
+      name: 'RefundNotYetAvailable',
+      type: 'error',
+    },
+    {
+      inputs: [],
+      name: 'TransferFailed',
+      type: 'error',
+    },
+    {
+      anonymous: false,
+      inputs: [
+        {
+          indexed: true,
+          internalType: 'bytes32',
+          name: 'intentId',
+          type: 'bytes32',
+        },
+        {
+          indexed: true,
+          internalType: 'address',
+          name: 'resolver',
+          type: 'address',
+        },
+        {
+          indexed: false,
+          internalType: 'bytes32',
+          name: 'preimage',
+          type: 'bytes32',
+        },
+      ],
+      name: 'Claimed',
+      type: 'event',
+    },
+    {
+      anonymous: false,
+      inputs: [
+        {
+          indexed: true,
+          internalType: 'bytes32',
+          name: 'intentId',
+          type: 'bytes32',
+        },
+        {
+          indexed: true,
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+        {
+          indexed: true,
+          internalType: 'address',
+          name: 'token',
+          type: 'address',
+        },
+        {
+          indexed: false,
+          internalType: 'uint256',
+          name: 'amount',
+          type: 'uint256',
+        },
+        {
+          indexed: false,
+          internalType: 'address',
+          name: 'resolver',
+          type: 'address',
+        },
+        {
+          indexed: false,
+          internalType: 'bytes32',
+          name: 'secretHash',
+          type: 'bytes32',
+        },
+        {
+          indexed: false,
+          internalType: 'uint256',
+          name: 'refundAfter',
+          type: 'uint256',
+        },
+      ],
+      name: 'Deposited',
+      type: 'event',
+    },
+    {
+      anonymous: false,
+      inputs: [
+        {
+          indexed: true,
+          internalType: 'bytes32',
+          name: 'intentId',
+          type: 'bytes32',
+        },
+        {
+          indexed: true,
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+      ],
+      name: 'Refunded',
+      type: 'event',
+    },
+    {
+      inputs: [],
+      name: 'PERMIT2',
+      outputs: [
+        {
+          internalType: 'contract ISignatureTransfer',
+          name: '',
+          type: 'address',
+        },
+      ],
+      stateMutability: 'view',
+      type: 'function',
+    },
+    {
+      inputs: [],
+      name: 'REFUND_DELAY_SECS',
+      outputs: [
+        {
+          internalType: 'uint256',
+          name: '',
+          type: 'uint256',
+        },
+      ],
+      stateMutability: 'view',
+      type: 'function',
+    },
+    {
+      inputs: [],
+      name: 'SWAP_INTENT_TYPEHASH',
+      outputs: [
+        {
+          internalType: 'bytes32',
+          name: '',
+          type: 'bytes32',
+        },
+      ],
+      stateMutability: 'view',
+      type: 'function',
+    },
+    {
+      inputs: [],
+      name: 'WITNESS_TYPE_STRING',
+      outputs: [
+        {
+          internalType: 'string',
+          name: '',
+          type: 'string',
+        },
+      ],
+      stateMutability: 'view',
+      type: 'function',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'bytes32',
+          name: 'intentId',
+          type: 'bytes32',
+        },
+        {
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+        {
+          internalType: 'bytes32',
+          name: 'preimage',
+          type: 'bytes32',
+        },
+      ],
+      name: 'claim',
+      outputs: [],
+      stateMutability: 'nonpayable',
+      type: 'function',
+    },
+    {
+      inputs: [
+        {
+          components: [
+            {
+              components: [
+                {
+                  internalType: 'address',
+                  name: 'token',
+                  type: 'address',
+                },
+                {
+                  internalType: 'uint256',
+                  name: 'amount',
+                  type: 'uint256',
+                },
+              ],
+              internalType: 'struct ISignatureTransfer.TokenPermissions',
+              name: 'permitted',
+              type: 'tuple',
+            },
+            {
+              internalType: 'uint256',
+              name: 'nonce',
+              type: 'uint256',
+            },
+            {
+              internalType: 'uint256',
+              name: 'deadline',
+              type: 'uint256',
+            },
+          ],
+          internalType: 'struct ISignatureTransfer.PermitTransferFrom',
+          name: 'permit',
+          type: 'tuple',
+        },
+        {
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+        {
+          components: [
+            {
+              internalType: 'bytes32',
+              name: 'intentId',
+              type: 'bytes32',
+            },
+            {
+              internalType: 'address',
+              name: 'resolver',
+              type: 'address',
+            },
+            {
+              internalType: 'bytes32',
+              name: 'secretHash',
+              type: 'bytes32',
+            },
+            {
+              internalType: 'uint256',
+              name: 'destChainId',
+              type: 'uint256',
+            },
+            {
+              internalType: 'bytes32',
+              name: 'destToken',
+              type: 'bytes32',
+            },
+            {
+              internalType: 'bytes32',
+              name: 'destAddress',
+              type: 'bytes32',
+            },
+            {
+              internalType: 'uint256',
+              name: 'minDestAmount',
+              type: 'uint256',
+            },
+            {
+              internalType: 'uint256',
+              name: 'deadline',
+              type: 'uint256',
+            },
+          ],
+          internalType: 'struct SwapEscrow.SwapIntent',
+          name: 'intent',
+          type: 'tuple',
+        },
+        {
+          internalType: 'bytes',
+          name: 'signature',
+          type: 'bytes',
+        },
+      ],
+      name: 'deposit',
+      outputs: [],
+      stateMutability: 'nonpayable',
+      type: 'function',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'bytes32',
+          name: 'intentId',
+          type: 'bytes32',
+        },
+        {
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+      ],
+      name: 'lockIdOf',
+      outputs: [
+        {
+          internalType: 'bytes32',
+          name: '',
+          type: 'bytes32',
+        },
+      ],
+      stateMutability: 'pure',
+      type: 'function',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'bytes32',
+          name: '',
+          type: 'bytes32',
+        },
+      ],
+      name: 'locks',
+      outputs: [
+        {
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+        {
+          internalType: 'address',
+          name: 'token',
+          type: 'address',
+        },
+        {
+          internalType: 'uint256',
+          name: 'amount',
+          type: 'uint256',
+        },
+        {
+          internalType: 'address',
+          name: 'resolver',
+          type: 'address',
+        },
+        {
+          internalType: 'bytes32',
+          name: 'secretHash',
+          type: 'bytes32',
+        },
+        {
+          internalType: 'uint256',
+          name: 'refundAfter',
+          type: 'uint256',
+        },
+        {
+          internalType: 'enum SwapEscrow.State',
+          name: 'state',
+          type: 'uint8',
+        },
+      ],
+      stateMutability: 'view',
+      type: 'function',
+    },
+    {
+      inputs: [
+        {
+          internalType: 'bytes32',
+          name: 'intentId',
+          type: 'bytes32',
+        },
+        {
+          internalType: 'address',
+          name: 'owner',
+          type: 'address',
+        },
+      ],
+      name: 'refund',
+      outputs: [],
+      stateMutability: 'nonpayable',
+      type: 'function',
+    },
+    {
+      inputs: [
+        {
+          components: [
+            {
+              internalType: 'bytes32',
+              name: 'intentId',
+              type: 'bytes32',
+            },
+            {
+              internalType: 'address',
+              name: 'resolver',
+              type: 'address',
+            },
+            {
+              internalType: 'bytes32',
+              name: 'secretHash',
+              type: 'bytes32',
+            },
+            {
+              internalType: 'uint256',
+              name: 'destChainId',
+              type: 'uint256',
+            },
+            {
+              internalType: 'bytes32',
+              name: 'destToken',
+              type: 'bytes32',
+            },
+            {
+              internalType: 'bytes32',
+              name: 'destAddress',
+              type: 'bytes32',
+            },
+            {
+              internalType: 'uint256',
+              name: 'minDestAmount',
+              type: 'uint256',
+            },
+            {
+              internalType: 'uint256',
+              name: 'deadline',
+              type: 'uint256',
+            },
+          ],
+          internalType: 'struct SwapEscrow.SwapIntent',
+          name: 'intent',
+          type: 'tuple',
+        },
+      ],
+      name: 'witnessHash',
+      outputs: [
+        {
+          internalType: 'bytes32',
+          name: '',
+          type: 'bytes32',
+        },
+      ],
+      stateMutability: 'pure',
+      type: 'function',
+    },
+  ],
+  bytecode:
+    '0x60c060405234801561000f575f5ffd5b50604051610f6b380380610f6b83398101604081905261002e91610044565b6001600160a01b0390911660805260a05261007b565b5f5f60408385031215610055575f5ffd5b82516001600160a01b038116811461006b575f5ffd5b6020939093015192949293505050565b60805160a051610ec16100aa5f395f818161010b01526104c101525f8181610132015261062c0152610ec15ff3fe608060405234801561000f575f5ffd5b506004361061009b575f3560e01c80636afdd850116100635780636afdd8501461012d5780637f5333b01461016c578063b08255781461017f578063e7be2238146101a6578063ed5e8437146101b9575f5ffd5b8063156e21521461009f57806334f5c2ba146100bd57806342df5599146100de57806345b4032c146100f15780635355474f14610106575b5f5ffd5b6100a7610227565b6040516100b49190610a86565b60405180910390f35b6100d06100cb366004610ab6565b610244565b6040519081526020016100b4565b6100d06100ec366004610aec565b61030e565b6101046100ff366004610aec565b610353565b005b6100d07f000000000000000000000000000000000000000000000000000000000000000081565b6101547f000000000000000000000000000000000000000000000000000000000000000081565b6040516001600160a01b0390911681526020016100b4565b61010461017a366004610b16565b610456565b6100d07fbbac41b4e0a5f930c4106900d87d2a6b8f365a00a98d1b531d4b763bd12d565681565b6101046101b4366004610bbc565b610763565b6102146101c7366004610bef565b5f6020819052908152604090208054600182015460028301546003840154600485015460058601546006909601546001600160a01b03958616969486169593949390921692909160ff1687565b6040516100b49796959493929190610c1a565b60405180610120016040528060e28152602001610daa60e2913981565b5f7fbbac41b4e0a5f930c4106900d87d2a6b8f365a00a98d1b531d4b763bd12d565682356102786040850160208601610c7d565b8460400135856060013586608001358760a001358860c001358960e001356040516020016102f19998979695949392919098895260208901979097526001600160a01b039590951660408801526060870193909352608086019190915260a085015260c084015260e08301526101008201526101200190565b604051602081830303815290604052805190602001209050919050565b5f82826040516020016103349291909182526001600160a01b0316602082015260400190565b6040516020818303038152906040528051906020012090505b92915050565b5f5f5f610360858561030e565b815260208101919091526040015f2090506001600682015460ff16600381111561038c5761038c610c06565b146103c1576040516308ffef4f60e31b8152600481018490526001600160a01b03831660248201526044015b60405180910390fd5b80600501544210156103ee5780600501546040516304df413360e21b81526004016103b891815260200190565b60068101805460ff191660031790556001810154600282015461041c916001600160a01b031690849061090c565b6040516001600160a01b0383169084907f5e9f0820fcfb53b644becb775b651bae68c337106f21433e526551d1e02c1c0e905f90a3505050565b82355f610463828761030e565b90505f5f8281526020819052604090206006015460ff16600381111561048b5761048b610c06565b146104bb5760405163a38bd7f360e01b8152600481018390526001600160a01b03871660248201526044016103b8565b5f6104ea7f000000000000000000000000000000000000000000000000000000000000000060e0880135610c96565b6040805160e081019091526001600160a01b0389168152909150602080820190610516908b018b610c7d565b6001600160a01b03168152602001895f016020013581526020018760200160208101906105439190610c7d565b6001600160a01b0316815260408089013560208301528101839052606001600190525f8381526020818152604091829020835181546001600160a01b03199081166001600160a01b03928316178355928501516001808401805486169284169290921790915593850151600283015560608501516003808401805490951691909216179092556080840151600482015560a0840151600582015560c084015160068201805492949193909260ff19169190849081111561060557610605610c06565b021790555050604080518082019091523081526020808b0135908201526001600160a01b037f000000000000000000000000000000000000000000000000000000000000000016915063137c29fe908a908a6106608b610244565b60405180610120016040528060e28152602001610daa60e291398b8b6040518863ffffffff1660e01b815260040161069e9796959493929190610cdd565b5f604051808303815f87803b1580156106b5575f5ffd5b505af11580156106c7573d5f5f3e3d5ffd5b506106d9925050506020890189610c7d565b6001600160a01b0316876001600160a01b0316847f5cf36f0f55c6ce50eeb6eec5964f434ee1ced589cca6e794302189493a6c97d18b5f01602001358a60200160208101906107289190610c7d565b604080519283526001600160a01b039091166020830152808c0135908201526060810186905260800160405180910390a45050505050505050565b5f5f5f610770868661030e565b815260208101919091526040015f2090506001600682015460ff16600381111561079c5761079c610c06565b146107cc576040516308ffef4f60e31b8152600481018590526001600160a01b03841660248201526044016103b8565b80600401546002836040516020016107e691815260200190565b60408051601f198184030181529082905261080091610d7c565b602060405180830381855afa15801561081b573d5f5f3e3d5ffd5b5050506040513d601f19601f8201168201806040525081019061083e9190610d92565b1461085c57604051630cb4548160e11b815260040160405180910390fd5b80600501544210610888578060050154604051638fb6d68760e01b81526004016103b891815260200190565b60068101805460ff1916600290811790915560038201546001830154918301546001600160a01b03918216926108c1921690839061090c565b806001600160a01b0316857fd0a9ea8d3e707f26a4a7cc65857f11a20ed3152608c9a8548b6dd583e7d96b4e856040516108fd91815260200190565b60405180910390a35050505050565b604080516001600160a01b038481166024830152604480830185905283518084039091018152606490920183526020820180516001600160e01b031663a9059cbb60e01b17905291515f928392908716916109679190610d7c565b5f604051808303815f865af19150503d805f81146109a0576040519150601f19603f3d011682016040523d82523d5f602084013e6109a5565b606091505b5091509150816109d85780515f036109d0576040516312171d8360e31b815260040160405180910390fd5b805160208201fd5b80515f03610a0f57846001600160a01b03163b5f03610a0a576040516312171d8360e31b815260040160405180910390fd5b610a51565b602081511080610a33575080806020019051810190610a2e9190610d92565b600114155b15610a51576040516312171d8360e31b815260040160405180910390fd5b5050505050565b5f81518084528060208401602086015e5f602082860101526020601f19601f83011685010191505092915050565b602081525f610a986020830184610a58565b9392505050565b5f6101008284031215610ab0575f5ffd5b50919050565b5f6101008284031215610ac7575f5ffd5b610a988383610a9f565b80356001600160a01b0381168114610ae7575f5ffd5b919050565b5f5f60408385031215610afd575f5ffd5b82359150610b0d60208401610ad1565b90509250929050565b5f5f5f5f5f8587036101c0811215610b2c575f5ffd5b6080811215610b39575f5ffd5b50859450610b4960808701610ad1565b9350610b588760a08801610a9f565b92506101a086013567ffffffffffffffff811115610b74575f5ffd5b8601601f81018813610b84575f5ffd5b803567ffffffffffffffff811115610b9a575f5ffd5b886020828401011115610bab575f5ffd5b959894975092955050506020019190565b5f5f5f60608486031215610bce575f5ffd5b83359250610bde60208501610ad1565b929592945050506040919091013590565b5f60208284031215610bff575f5ffd5b5035919050565b634e487b7160e01b5f52602160045260245ffd5b6001600160a01b038881168252878116602083015260408201879052851660608201526080810184905260a0810183905260e0810160048310610c6b57634e487b7160e01b5f52602160045260245ffd5b8260c083015298975050505050505050565b5f60208284031215610c8d575f5ffd5b610a9882610ad1565b8082018082111561034d57634e487b7160e01b5f52601160045260245ffd5b81835281816020850137505f828201602090810191909152601f909101601f19169091010190565b6001600160a01b03610cee89610ad1565b168152602088810135818301526040808a0135908301526060808a01359083015287516001600160a01b0316608083015287015160a08201525f610d3d60c08301886001600160a01b03169052565b8560e0830152610140610100830152610d5a610140830186610a58565b828103610120840152610d6e818587610cb5565b9a9950505050505050505050565b5f82518060208501845e5f920191825250919050565b5f60208284031215610da2575f5ffd5b505191905056fe53776170496e74656e74207769746e6573732953776170496e74656e74286279746573333220696e74656e7449642c61646472657373207265736f6c7665722c6279746573333220736563726574486173682c75696e743235362064657374436861696e49642c627974657333322064657374546f6b656e2c627974657333322064657374416464726573732c75696e74323536206d696e44657374416d6f756e742c75696e7432353620646561646c696e6529546f6b656e5065726d697373696f6e73286164647265737320746f6b656e2c75696e7432353620616d6f756e7429a2646970667358221220b258ad2d02ebe0e1b172c21e5d8aaeac7d69f6773133a0ff46b6f6a0fb82255464736f6c63430008250033',
+} as const;

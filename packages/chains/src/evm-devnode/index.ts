@@ -1,4 +1,12 @@
-export { PERMIT2_DIGEST_PROBE, TEST_TOKEN } from './artifacts.ts';
+export { PERMIT2_DIGEST_PROBE, SIGNATURE_TRANSFER, SWAP_ESCROW, TEST_TOKEN } from './artifacts.ts';
+export type { EscrowDepositParams } from './escrow.ts';
+export {
+  deploySwapContracts,
+  escrowClaim,
+  escrowDeposit,
+  escrowRefund,
+  SWAP_ESCROW_EVENTS,
+} from './escrow.ts';
 export type { EvmDevnode, EvmDevnodeOptions } from './node.ts';
 export { devnodePrivateKey, startEvmDevnode } from './node.ts';
 export { approveErc20, deployPermit2DigestProbe, deployTestToken } from './token.ts';

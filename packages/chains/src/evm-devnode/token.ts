@@ -1,10 +1,28 @@
-import { type Abi, createPublicClient, createWalletClient, defineChain, http } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import {
+  type Abi,
+  type Chain,
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  http,
+  type PublicClient,
+  type Transport,
+  type WalletClient,
+} from 'viem';
+import { type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import type { EvmAddress } from '../evm/permit2.ts';
 import { PERMIT2_DIGEST_PROBE, TEST_TOKEN } from './artifacts.ts';
 
-/** viem clients for a devnode (or any node) at `rpcUrl` signing with `privateKey`. */
-function devnodeClients(rpcUrl: string, chainId: bigint, privateKey: `0x${string}`) {
+/** viem clients for a devnode (or any node) at `rpcUrl` signing with `privateKey`. Shared with escrow.ts. */
+export function devnodeClients(
+  rpcUrl: string,
+  chainId: bigint,
+  privateKey: `0x${string}`,
+): {
+  account: PrivateKeyAccount;
+  public: PublicClient<Transport, Chain>;
+  wallet: WalletClient<Transport, Chain, PrivateKeyAccount>;
+} {
   const chain = defineChain({
     id: Number(chainId),
     name: 'rgbx-evm-devnode',
@@ -19,7 +37,8 @@ function devnodeClients(rpcUrl: string, chainId: bigint, privateKey: `0x${string
   };
 }
 
-async function deploy(
+/** Deploys `bytecode` with constructor `args` and waits for the receipt; throws unless it succeeded. Shared with escrow.ts. */
+export async function deploy(
   rpcUrl: string,
   chainId: bigint,
   privateKey: `0x${string}`,

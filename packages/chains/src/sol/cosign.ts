@@ -150,7 +150,7 @@ interface WireTx {
 }
 
 /** Parses the wire format: compact-u16 count, count × 64-byte signatures, message. */
-function parseWire(txHex: unknown): WireTx | undefined {
+export function parseWire(txHex: unknown): WireTx | undefined {
   if (typeof txHex !== 'string' || txHex.length === 0 || !/^(0x)?([0-9a-fA-F]{2})+$/.test(txHex))
     return undefined;
   const bytes = Uint8Array.from(Buffer.from(txHex.replace(/^0x/, ''), 'hex'));

@@ -8,3 +8,5 @@ export {
   SYSTEM_PROGRAM_ADDRESS,
   verifyCosignTransaction,
 } from './cosign.ts';
+export type { DecodedSolanaTx } from './transaction.ts';
+export { decodeSolanaTransaction, systemTransfers } from './transaction.ts';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import solc from 'solc';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
-export const SOURCES = ['TestToken.sol', 'Permit2DigestProbe.sol'];
+export const SOURCES = ['TestToken.sol', 'Permit2DigestProbe.sol', 'SignatureTransfer.sol', 'SwapEscrow.sol'];
 export const SETTINGS = {
   evmVersion: 'cancun',
   optimizer: { enabled: true, runs: 200 },

@@ -1,0 +1,2 @@
+export type { SolanaDevnode, SolanaDevnodeOptions } from './node.ts';
+export { startSolanaDevnode } from './node.ts';
