@@ -29,6 +29,13 @@ const benches = {
     if (r.status !== 0) throw new Error(`bench/swap.mjs failed: ${r.stderr}`);
     return JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
   },
+  settlement: async () => {
+    const r = spawnSync(process.execPath, [fileURLToPath(new URL('./settlement.mjs', import.meta.url))], {
+      encoding: 'utf8',
+    });
+    if (r.status !== 0) throw new Error(`bench/settlement.mjs failed: ${r.stderr}`);
+    return JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
+  },
   cloud: async () => (await import('./cloud.mjs')).benchCloud(),
   proxy: async () => {
     // proxy.mjs is a standalone script (own flags); run it as a process and keep its JSON.

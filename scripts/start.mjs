@@ -5,6 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deploySwapContracts, deployTestToken } from '@rgbx/chains/evm-devnode';
+import { tronAddressFromHex } from '@rgbx/chains/tron';
 import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -48,19 +50,37 @@ async function main() {
     join(wn, 'config.toml'),
   ]);
 
-  // Swap service: Bitcoin through the devnet, a local EVM devnode (EthereumJS), Tron and Solana without nodes.
+  // Swap service: Bitcoin through the devnet; EVM on a local devnode (EthereumJS) with a test USDC, our
+  // Permit2-compatible SignatureTransfer and the SwapEscrow deployed; "Tron" read through the same devnode's
+  // Ethereum-compatible JSON-RPC (as a Tron full node's /jsonrpc), with the same contracts; Solana on the
+  // litesvm devnode. The swap service fails closed: every network it serves needs a node to read.
   const sw = join(dir, 'swap');
   mkdirSync(sw, { recursive: true });
   const evm = await startService('evm devnode', [join(root, 'packages/chains/dist/evm-devnode/main.js')], {
     pick: (j) => j.rpc_url && j,
   });
-  endpoints.evm_devnode = { rpc_url: evm.rpc_url, chain_id: evm.chain_id };
   const keyFile = join(sw, 'preimage.key');
   if (!existsSync(keyFile)) writeFileSync(keyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
   const swapConfig = readFileSync(join(root, 'apps/swap/config/devnet.toml'), 'utf8')
     .replace(/^data_dir = .*$/m, `data_dir = "${join(sw, 'data')}"`)
     .replace(/^port = .*$/m, `port = ${process.env.RGBX_SWAP_PORT ?? 3100}`);
   writeFileSync(join(sw, 'config.toml'), swapConfig, { mode: 0o600 });
+  const chainId = BigInt(evm.chain_id);
+  const deployer = evm.accounts[0].private_key;
+  // Deployed in this order from account 0, so a fresh devnode gets the addresses devnet.toml defaults to.
+  const usdc = await deployTestToken(evm.rpc_url, chainId, deployer, {
+    name: 'Test USD',
+    symbol: 'USDC',
+    supply: 10n ** 30n,
+  });
+  // The escrow's refund delay is the swap's refund safety margin (swap.refund_safety_margin_secs, default 3600).
+  const margin = /^refund_safety_margin_secs\s*=\s*(\d+)/m.exec(swapConfig)?.[1] ?? '3600';
+  const { permit2, escrow } = await deploySwapContracts(evm.rpc_url, chainId, deployer, {
+    refundDelaySecs: BigInt(margin),
+  });
+  endpoints.evm_devnode = { rpc_url: evm.rpc_url, chain_id: evm.chain_id, usdc, permit2, escrow };
+  const sol = await startService('solana devnode', [join(root, 'packages/chains/dist/sol-devnode/main.js')]);
+  endpoints.solana_devnode = { rpc_url: sol };
   endpoints.swap = await startService(
     'swap service',
     [join(root, 'apps/swap/dist/main.js'), '-c', join(sw, 'config.toml')],
@@ -69,6 +89,15 @@ async function main() {
         SWAP_PREIMAGE_KEY: readFileSync(keyFile, 'utf8').trim(),
         ELECTRUM_URL: info.electrum,
         EVM_RPC_URL: evm.rpc_url,
+        EVM_USDC: usdc,
+        EVM_PERMIT2: permit2,
+        EVM_ESCROW: escrow,
+        TRON_RPC_URL: evm.rpc_url,
+        TRON_CHAIN_ID: evm.chain_id,
+        TRON_USDT: tronAddressFromHex(usdc),
+        TRON_PERMIT2: tronAddressFromHex(permit2),
+        TRON_ESCROW: tronAddressFromHex(escrow),
+        SOLANA_RPC_URL: sol,
       },
     },
   );

@@ -62,6 +62,59 @@ describe('configuration', () => {
     ).toEqual([expect.stringMatching(/unknown network 9/)]);
   });
 
+  it('fails closed: a network whose chain cannot be read, 0 confirmations or a short refund margin outside a devnet, a destination without the resolver identity', () => {
+    const base = `preimage_key = "${KEY}"\n`;
+    expect(
+      issues(`${base}[[networks]]\nid = 1\nname = "b"\ntype = "BITCOIN"\nbitcoin_network = "regtest"`),
+    ).toEqual([expect.stringMatching(/"bitcoin.electrum_url" is required: network 1 \(BITCOIN\)/)]);
+    expect(issues(`${base}[[networks]]\nid = 4\nname = "s"\ntype = "SOLANA"`)).toEqual([
+      expect.stringMatching(/"networks\[0\].rpc_url" is required: network 4 \(SOLANA\)/),
+    ]);
+    expect(
+      issues(
+        `${base}[[networks]]\nid = 3\nname = "t"\ntype = "TRON"\nchain_id = 1\npermit2_address = "T"\nescrow_address = "T"`,
+      ),
+    ).toEqual([expect.stringMatching(/"networks\[0\].rpc_url" is required: network 3 \(TRON\)/)]);
+    expect(
+      issues(
+        `${base}[[networks]]\nid = 4\nname = "s"\ntype = "SOLANA"\nrpc_url = "http://x"\nmin_confirmations = 0`,
+      ),
+    ).toEqual([
+      expect.stringMatching(/"networks\[0\].min_confirmations" = 0 is allowed only with devnet = true/),
+    ]);
+    expect(issues(`${base}[bitcoin]\nmin_confirmations = 0`)).toEqual([
+      expect.stringMatching(/"bitcoin.min_confirmations" = 0 is allowed only with devnet = true/),
+    ]);
+    expect(issues(`${base}[swap]\nrefund_safety_margin_secs = 60`)).toEqual([
+      expect.stringMatching(/"swap.refund_safety_margin_secs" must be at least 600/),
+    ]);
+    expect(
+      issues(
+        `devnet = true\n${base}[swap]\nrefund_safety_margin_secs = 60\n[bitcoin]\nmin_confirmations = 0`,
+      ),
+    ).toEqual([]);
+    const noIdentity = testConfigToml({ databaseUrl: 'sqlite::memory:' }).replace(/^evm_address = .*$/m, '');
+    expect(issues(noIdentity)).toContainEqual(
+      expect.stringMatching(
+        /"resolvers\[0\].evm_address" is required: resolvers\[0\].rates\[0\] fulfils on network 2 \(EVM\)/,
+      ),
+    );
+  });
+
+  it('the service refuses to start on an unverifiable network, naming the key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'swap-cfg-'));
+    const file = join(dir, 'swap.toml');
+    writeFileSync(
+      file,
+      `preimage_key = "${KEY}"\ndata_dir = "d"\n[[networks]]\nid = 4\nname = "s"\ntype = "SOLANA"\n`,
+    );
+    const { spawnSync } = await import('node:child_process');
+    const main = new URL('../dist/main.js', import.meta.url).pathname;
+    const r = spawnSync(process.execPath, [main, '-c', file], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/networks\[0\]\.rpc_url/);
+  });
+
   it('accepts the test configuration with its four network types and a reference resolver', () => {
     const c = loadConfig({ text: testConfigToml({ databaseUrl: 'sqlite::memory:' }) }, {});
     expect(c.networks.map((n) => n.type)).toEqual(['BITCOIN', 'EVM', 'TRON', 'SOLANA']);

@@ -292,6 +292,100 @@ rate = "0.005"
     });
   });
 
+  it.runIf(dialect === 'postgres')(
+    'two instances on one PostgreSQL: each acceptance, fulfilment and expiry happens exactly once under races',
+    async () => {
+      // A second, independent service instance (own pool, own scheduler) on the same database.
+      const s2 = await startTestService({
+        databaseUrl: dbs.url(dialect),
+        electrumUrl: devnet.info.electrum,
+        minConfirmations: 1,
+        ...chains.config,
+      });
+      try {
+        const on = (app: TestService, id: string, action: string, payload: unknown = {}) =>
+          app.app.inject({
+            method: 'POST',
+            url: `/resolver/v1/intents/${id}/${action}`,
+            headers: { 'x-api-key': RESOLVER_KEY },
+            payload: payload as object,
+          });
+        const dest = randomEvmAddress();
+        const a = await btcIntent(dest);
+        const b = await btcIntent(dest);
+        const accepts = await Promise.all([on(s, a.i.intentId, 'accept'), on(s2, a.i.intentId, 'accept')]);
+        expect(accepts.map((r) => r.statusCode).sort()).toEqual([200, 409]);
+        expect((await on(s2, b.i.intentId, 'accept')).statusCode).toBe(200);
+        await devnet.mine(1);
+        await ok(a.i.intentId, 'deposit', a.i.htlc!.fundingTxid, 'UserDeposited');
+        await ok(b.i.intentId, 'deposit', b.i.htlc!.fundingTxid, 'UserDeposited');
+        // One payment raced as the fulfilment of two intents through two instances: one wins.
+        const paid = await chains.erc20Transfer(RESOLVER_EVM_KEY, chains.usdc, dest, a.min);
+        const fulfils = await Promise.all([
+          on(s, a.i.intentId, 'fulfil', { tx_hash: paid }),
+          on(s2, b.i.intentId, 'fulfil', { tx_hash: paid }),
+        ]);
+        expect(fulfils.map((r) => r.statusCode).sort(), fulfils.map((r) => r.body).join()).toEqual([
+          200, 409,
+        ]);
+        expect(fulfils.map((r) => r.json().type ?? r.json().status).sort()).toEqual([
+          'Fulfilled',
+          'TX_ALREADY_USED',
+        ]);
+        const legs = await s.ctx.db
+          .selectFrom('settlement_legs')
+          .selectAll()
+          .where('tx_hash', '=', paid)
+          .execute();
+        expect(legs).toHaveLength(1);
+
+        // Both schedulers expire the same due intents at once: each intent expires exactly once.
+        const due = await Promise.all(
+          [0, 1, 2, 3, 4].map(async () => {
+            const q = await quote({
+              sourceChain: NET.evm,
+              sourceToken: chains.usdc,
+              destChain: NET.btc,
+              destToken: 'BTC',
+              amountLots: '250000000',
+            });
+            const owner = privateKeyToAccount(generatePrivateKey()).address;
+            return (
+              await intent({
+                quoteId: q.quoteId,
+                sourceAddress: owner,
+                refundAddress: owner,
+                destinationAddress: btcKey().address,
+              })
+            ).intentId;
+          }),
+        );
+        const { expireDue } = await import('./intent-store.ts');
+        const later = Date.now() + 7200_000;
+        const counts = await Promise.all([expireDue(s.ctx.db, later), expireDue(s2.ctx.db, later)]);
+        const events = await s.ctx.db
+          .selectFrom('intent_events')
+          .select(['intent_id', 'trigger'])
+          .where('intent_id', 'in', due)
+          .where('trigger', '=', 'expire')
+          .execute();
+        expect(events.map((e) => e.intent_id).sort()).toEqual([...due].sort());
+        expect(counts[0]! + counts[1]!).toBeGreaterThanOrEqual(due.length);
+        const accEvents = await s.ctx.db
+          .selectFrom('intent_events')
+          .select('trigger')
+          .where('intent_id', '=', a.i.intentId)
+          .where('trigger', 'in', ['accept', 'fulfil'])
+          .execute();
+        expect(accEvents.map((e) => e.trigger).sort()).toEqual(
+          fulfils[0]!.statusCode === 200 ? ['accept', 'fulfil'] : ['accept'],
+        );
+      } finally {
+        await s2.close();
+      }
+    },
+  );
+
   it('EVM → Bitcoin: the escrow pulls the tokens with the Permit2 signature; the BTC payment verified; the escrow claim verified', async () => {
     const ownerKey = generatePrivateKey();
     const owner = privateKeyToAccount(ownerKey);

@@ -32,6 +32,7 @@ export {
   type QuoteRequest as SwapQuoteRequest,
   ResolverClient,
   type ResolverIntent,
+  type SettlementLeg as SwapSettlementLeg,
   type SignableTypedData,
   type SolanaInstruction,
   type SolanaMessage,

@@ -36,6 +36,7 @@ export type {
   Quote,
   QuoteRequest,
   ResolverIntent,
+  SettlementLeg,
   SwapErrorBody,
   SwapListQuery,
   SwapMetadata,

@@ -187,6 +187,35 @@ export interface SwapRecord {
   deadlineSecs: number;
   secretHash: string;
   retailUserId: string | null;
+  /** The settlement legs the service proved on chain, in order; re-check them against the chain. */
+  settlement: SettlementLeg[];
+}
+
+/**
+ * One settlement leg the swap service verified on chain before moving the status: the transaction,
+ * where it is mined and what it proved. A user or auditor re-checks it without trusting the service.
+ *
+ * @example
+ * const rec = await swap.swap(intentId);
+ * const fulfil = rec.settlement.find((l) => l.leg === 'fulfil');
+ * // fulfil.txHash paid fulfil.amount of fulfil.token to fulfil.recipient, from fulfil.sender, in block fulfil.blockHeight
+ */
+export interface SettlementLeg {
+  leg: 'deposit' | 'fulfil' | 'claim' | 'refund';
+  networkId: number;
+  txHash: string;
+  /** Output (Bitcoin), log (EVM/Tron) or instruction (Solana) index; -1 = the transaction itself. */
+  index: number;
+  blockHeight: string | null;
+  blockHash: string | null;
+  blockTime: number | null;
+  confirmations: number;
+  recipient: string;
+  token: string;
+  /** Integer lots. */
+  amount: string;
+  sender: string | null;
+  verifiedAt: string;
 }
 
 export interface Affiliate {
