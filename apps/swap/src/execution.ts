@@ -100,50 +100,28 @@ async function settle(
   );
 }
 
-/** The user's funds locked for this intent (HTLC funding tx, escrow deposit, co-signed transfer). */
-export async function reportDeposit(
-  ctx: SwapContext,
-  resolverId: string,
-  id: string,
-  txHash: string,
-): Promise<Intent> {
-  const intent = await loadForResolver(ctx, resolverId, id);
-  requireTransition(intent, 'deposit');
-  return settle(ctx, intent, 'deposit', 'deposit', `resolver:${resolverId}`, txHash, (tx, nowMs) => ({
-    user_deposit_tx: tx,
-    user_deposited_at: nowMs,
-  }));
-}
+/** What each resolver-reported leg writes on the intent row with its proof. */
+const LEG_PATCH: Record<'deposit' | 'fulfil' | 'claim', (tx: string, nowMs: number) => IntentPatch> = {
+  // The user's funds locked for this intent (HTLC funding tx, escrow deposit, co-signed transfer).
+  deposit: (tx, nowMs) => ({ user_deposit_tx: tx, user_deposited_at: nowMs }),
+  // The destination leg, paid by the resolver to the user: the preimage becomes releasable.
+  fulfil: (tx, nowMs) => ({ fulfill_tx: tx, fulfilled_at: nowMs }),
+  // The resolver's claim of the source funds (Bitcoin: the HTLC claim leaf; EVM: the escrow's Claimed).
+  claim: (tx, nowMs) => ({ swap_tx: tx, swapped_at: nowMs }),
+};
 
-/** The destination leg: paid by the resolver to the user; the preimage becomes releasable. */
-export async function reportFulfil(
+/** A resolver's report of a deposit, fulfilment or claim: proven on chain, then the transition. */
+export async function reportLeg(
   ctx: SwapContext,
   resolverId: string,
   id: string,
+  leg: keyof typeof LEG_PATCH,
   txHash: string,
 ): Promise<Intent> {
   const intent = await loadForResolver(ctx, resolverId, id);
-  requireTransition(intent, 'fulfil');
-  return settle(ctx, intent, 'fulfil', 'fulfil', `resolver:${resolverId}`, txHash, (tx, nowMs) => ({
-    fulfill_tx: tx,
-    fulfilled_at: nowMs,
-  }));
-}
-
-/** The resolver's claim of the source funds (Bitcoin: the HTLC claim leaf; EVM: the escrow's Claimed). */
-export async function reportClaim(
-  ctx: SwapContext,
-  resolverId: string,
-  id: string,
-  txHash: string,
-): Promise<Intent> {
-  const intent = await loadForResolver(ctx, resolverId, id);
-  requireTransition(intent, 'claim');
-  if (intent.row.swap_tx) throw E.INVALID_TRANSITION.create('claim again', intent.status);
-  return settle(ctx, intent, 'claim', 'claim', `resolver:${resolverId}`, txHash, (tx, nowMs) => ({
-    swap_tx: tx,
-    swapped_at: nowMs,
-  }));
+  requireTransition(intent, leg);
+  if (leg === 'claim' && intent.row.swap_tx) throw E.INVALID_TRANSITION.create('claim again', intent.status);
+  return settle(ctx, intent, leg, leg, `resolver:${resolverId}`, txHash, LEG_PATCH[leg]);
 }
 
 /** The preimage, for the accepting resolver of a Fulfilled intent. */

@@ -11,9 +11,7 @@ import {
   acceptIntent,
   declineIntent,
   releaseSecret,
-  reportClaim,
-  reportDeposit,
-  reportFulfil,
+  reportLeg,
   reportRefund,
   resolverExecutionData,
 } from './execution.ts';
@@ -184,21 +182,21 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
         '/intents/:intent_id/deposit',
         'resolverDeposit',
         'Accepted → UserDeposited (checked on chain)',
-        (r, id, b) => reportDeposit(ctx, r, id, b.tx_hash!),
+        (r, id, b) => reportLeg(ctx, r, id, 'deposit', b.tx_hash!),
         TxBody,
       );
       action(
         '/intents/:intent_id/fulfil',
         'resolverFulfil',
         'UserDeposited → Fulfilled (destination tx, checked on chain)',
-        (r, id, b) => reportFulfil(ctx, r, id, b.tx_hash!),
+        (r, id, b) => reportLeg(ctx, r, id, 'fulfil', b.tx_hash!),
         TxBody,
       );
       action(
         '/intents/:intent_id/claim',
         'resolverClaim',
         'Fulfilled: records the source claim (Bitcoin: HTLC claim leaf)',
-        (r, id, b) => reportClaim(ctx, r, id, b.tx_hash!),
+        (r, id, b) => reportLeg(ctx, r, id, 'claim', b.tx_hash!),
         TxBody,
       );
       action(

@@ -152,6 +152,40 @@ rate = "0.005"
       unknown
     >;
 
+  /** An EVM owner with gas and USDC, its Permit2 allowance, and a signed Permit2 intent towards `dest`. */
+  async function permit2Intent(destChain: number, destToken: string, amountLots: string, dest: string) {
+    const ownerKey = generatePrivateKey();
+    const owner = privateKeyToAccount(ownerKey);
+    const deployer = chains.evm.accounts[0]!.privateKey;
+    await chains.ethTransfer(deployer, owner.address, 10n ** 19n);
+    await chains.erc20Transfer(deployer, chains.usdc, owner.address, 10n ** 24n);
+    const q = await quote({
+      sourceChain: NET.evm,
+      sourceToken: chains.usdc,
+      destChain,
+      destToken,
+      amountLots,
+    });
+    const amount = BigInt(q.sourceAmountLots);
+    await chains.erc20Approve(ownerKey, chains.usdc, chains.permit2, amount); // Permit2 may pull what the user signs for
+    const i = await intent({
+      quoteId: q.quoteId,
+      sourceAddress: owner.address,
+      refundAddress: owner.address,
+      destinationAddress: dest,
+    });
+    const expectation = {
+      chainId: chains.evm.chainId,
+      permit2Address: chains.permit2,
+      escrowAddress: chains.escrow,
+      token: chains.usdc,
+      amount,
+    };
+    const signer = { signTypedData: (td: unknown) => owner.signTypedData(td as never) };
+    await approve(i.intentId, await signPermit2Approval(i.permit2!, signer, expectation));
+    return { owner, ownerKey, q, amount, dest, i };
+  }
+
   async function btcIntent(dest: string) {
     const user = btcKey();
     await devnet.fund(user.address, '0.5', { confirm: true });
@@ -387,40 +421,11 @@ rate = "0.005"
   );
 
   it('EVM → Bitcoin: the escrow pulls the tokens with the Permit2 signature; the BTC payment verified; the escrow claim verified', async () => {
-    const ownerKey = generatePrivateKey();
-    const owner = privateKeyToAccount(ownerKey);
-    const deployer = chains.evm.accounts[0]!.privateKey;
-    await chains.ethTransfer(deployer, owner.address, 10n ** 19n);
-    await chains.erc20Transfer(deployer, chains.usdc, owner.address, 10n ** 24n);
-    const q = await quote({
-      sourceChain: NET.evm,
-      sourceToken: chains.usdc,
-      destChain: NET.btc,
-      destToken: 'BTC',
-      amountLots: '250000000',
-    });
-    const amount = BigInt(q.sourceAmountLots);
-    await chains.erc20Approve(ownerKey, chains.usdc, chains.permit2, amount); // Permit2 may pull what the user signs for
-    const dest = btcKey().address;
-    const i = await intent({
-      quoteId: q.quoteId,
-      sourceAddress: owner.address,
-      refundAddress: owner.address,
-      destinationAddress: dest,
-    });
-    await approve(
-      i.intentId,
-      await signPermit2Approval(
-        i.permit2!,
-        { signTypedData: (td) => owner.signTypedData(td as never) },
-        {
-          chainId: chains.evm.chainId,
-          permit2Address: chains.permit2,
-          escrowAddress: chains.escrow,
-          token: chains.usdc,
-          amount,
-        },
-      ),
+    const { owner, ownerKey, q, amount, dest, i } = await permit2Intent(
+      NET.btc,
+      'BTC',
+      '250000000',
+      btcKey().address,
     );
     const min = BigInt(q.minDestAmountLots);
     const early = await devnet.fund(dest, sats(min), { confirm: true });
@@ -603,40 +608,11 @@ rate = "0.005"
   });
 
   it('EVM → Solana: the resolver’s System transfer to the user verified on the SVM; other senders, too little, fake ids refused', async () => {
-    const ownerKey = generatePrivateKey();
-    const owner = privateKeyToAccount(ownerKey);
-    const deployer = chains.evm.accounts[0]!.privateKey;
-    await chains.ethTransfer(deployer, owner.address, 10n ** 19n);
-    await chains.erc20Transfer(deployer, chains.usdc, owner.address, 10n ** 24n);
-    const q = await quote({
-      sourceChain: NET.evm,
-      sourceToken: chains.usdc,
-      destChain: NET.sol,
-      destToken: SOL_MINT,
-      amountLots: '500000000',
-    });
-    const amount = BigInt(q.sourceAmountLots);
-    await chains.erc20Approve(ownerKey, chains.usdc, chains.permit2, amount);
-    const dest = (await generateKeyPairSigner()).address;
-    const i = await intent({
-      quoteId: q.quoteId,
-      sourceAddress: owner.address,
-      refundAddress: owner.address,
-      destinationAddress: dest,
-    });
-    await approve(
-      i.intentId,
-      await signPermit2Approval(
-        i.permit2!,
-        { signTypedData: (td) => owner.signTypedData(td as never) },
-        {
-          chainId: chains.evm.chainId,
-          permit2Address: chains.permit2,
-          escrowAddress: chains.escrow,
-          token: chains.usdc,
-          amount,
-        },
-      ),
+    const { q, dest, i } = await permit2Intent(
+      NET.sol,
+      SOL_MINT,
+      '500000000',
+      (await generateKeyPairSigner()).address,
     );
     const id = i.intentId;
     expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
