@@ -266,7 +266,8 @@ try {
     rpcUrls: { default: { http: [evmRpc] } },
   });
   const pub = createPublicClient({ chain, transport: http(evmRpc) });
-  const wallet = (key) => createWalletClient({ account: privateKeyToAccount(key), chain, transport: http(evmRpc) });
+  const wallet = (key) =>
+    createWalletClient({ account: privateKeyToAccount(key), chain, transport: http(evmRpc) });
   const mined = async (hash) => {
     const r = await pub.waitForTransactionReceipt({ hash, pollingInterval: 20 });
     if (r.status !== 'success') throw new Error(`${hash} reverted`);
@@ -306,7 +307,10 @@ try {
         ),
     );
     const signed = await signTransactionMessageWithSigners(message);
-    return jsonRpc(solRpc, 'sendTransaction', [getBase64EncodedWireTransaction(signed), { encoding: 'base64' }]);
+    return jsonRpc(solRpc, 'sendTransaction', [
+      getBase64EncodedWireTransaction(signed),
+      { encoding: 'base64' },
+    ]);
   }
 
   // Contracts and the resolver's identities (gas, USDC, lamports to pay destinations).
@@ -448,7 +452,11 @@ try {
     const approval = await signCosignApproval(
       i.cosign,
       { address: user.address, sign: (msg) => signBytes(user.keyPair.privateKey, msg) },
-      { destination: resolverSol.address, lamports: BigInt(q.sourceAmountLots), feePayer: resolverSol.address },
+      {
+        destination: resolverSol.address,
+        lamports: BigInt(q.sourceAmountLots),
+        feePayer: resolverSol.address,
+      },
     );
     await svc.call('POST', `/intents/${i.intentId}/approvals`, approval);
     await svc.resolver(i.intentId, 'accept');
@@ -513,7 +521,8 @@ try {
     bitcoin: {
       first_read: 'blockchain.transaction.get (verbose)',
       verifier_reads: ['blockchain.transaction.get (verbose)', 'blockchain.headers.subscribe'],
-      first: async () => mustHave((await electrum.request('blockchain.transaction.get', [btcTx, true])).hex, 'tx'),
+      first: async () =>
+        mustHave((await electrum.request('blockchain.transaction.get', [btcTx, true])).hex, 'tx'),
       all: async () => {
         mustHave((await electrum.request('blockchain.transaction.get', [btcTx, true])).hex, 'tx');
         mustHave((await electrum.request('blockchain.headers.subscribe')).height, 'tip');

@@ -27,7 +27,7 @@ import { getAddress } from 'viem';
  * eth_maxPriorityFeePerGas, eth_feeHistory (minimal), eth_getBalance, eth_getTransactionCount,
  * eth_getCode, eth_getStorageAt, eth_call, eth_estimateGas, eth_sendRawTransaction,
  * eth_getTransactionByHash, eth_getTransactionReceipt, eth_getBlockByNumber, eth_getBlockByHash,
- * eth_accounts (empty: the node holds no keys), evm_mine.
+ * eth_accounts (empty: the node holds no keys), evm_mine, evm_increaseTime.
  */
 export interface EvmDevnode {
   /** `http://127.0.0.1:P` */
@@ -133,9 +133,10 @@ export async function startEvmDevnode(opts: EvmDevnodeOptions = {}): Promise<Evm
     return run;
   };
 
+  let timeOffset = 0n;
   async function mine(tx?: TypedTransaction): Promise<Block> {
     const parent = latest();
-    const now = BigInt(Math.floor(Date.now() / 1000));
+    const now = BigInt(Math.floor(Date.now() / 1000)) + timeOffset;
     const builder = await buildBlock(vm, {
       parentBlock: parent,
       headerData: {
@@ -408,6 +409,15 @@ export async function startEvmDevnode(opts: EvmDevnodeOptions = {}): Promise<Evm
     evm_mine: async () => {
       await mine();
       return '0x0';
+    },
+    // Moves block time forward (seconds) for every later block, like Hardhat/Anvil: tests of
+    // time locks (escrow refunds) without waiting. Returns the total offset.
+    evm_increaseTime: async (p) => {
+      const secs = Number(p[0]);
+      if (!Number.isSafeInteger(secs) || secs < 0)
+        throw new RpcError(-32602, 'evm_increaseTime: seconds ≥ 0 expected');
+      timeOffset += BigInt(secs);
+      return Number(timeOffset);
     },
   };
 
