@@ -353,9 +353,11 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
       expect(
         p.additionalData.witnessTypeString.endsWith('TokenPermissions(address token,uint256 amount)'),
       ).toBe(true);
-      expect((td.message.witness as { minDestAmount: bigint }).minDestAmount).toBe(
+      const w = td.message.witness as { minAmountOut: bigint; maxAmountOut: bigint };
+      expect([w.minAmountOut, w.maxAmountOut]).toEqual([
         BigInt(quote.minDestAmountLots),
-      );
+        BigInt(quote.maxDestAmountLots),
+      ]);
 
       const body = await sign(owner, intent);
       const ok = await call('POST', `/intents/${intent.intentId}/approvals`, body);
@@ -559,6 +561,34 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
       return { user, intent: r.body as IntentCreated };
     }
 
+    it("refuses a source that is the resolver's own address or a program with INVALID_ADDRESS (422), not a 500", async () => {
+      for (const source of [
+        RESOLVER_SOL,
+        '11111111111111111111111111111111',
+        'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr',
+      ]) {
+        const quote = await quoteA({
+          sourceChain: NET.sol,
+          sourceToken: SOL_MINT,
+          destChain: NET.evm,
+          destToken: USDC,
+          amount: '1',
+        });
+        const r = await call('POST', '/intents', {
+          quoteId: quote.quoteId,
+          sourceAddress: source,
+          sourcePublicKey: source,
+          refundAddress: source,
+          destinationAddress: ESCROW,
+        });
+        expect([r.status, r.body.type, r.body.entity], `${source}: ${JSON.stringify(r.body)}`).toEqual([
+          422,
+          'INVALID_ADDRESS',
+          'Address',
+        ]);
+      }
+    });
+
     it('verifies the user signature at position 1 and keeps positions 0 and 2 untouched', async () => {
       const { user, intent } = await solIntent();
       expect(intent.approvalMechanism).toBe('cosign');
@@ -593,7 +623,9 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
         retail_user_id: 'retail-7',
       });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
-      expect(Object.keys(r.body.params_to_sign)).toEqual(['transaction']);
+      // `nonce`: what the Hotpot SDK decodes (the last block height at which the transaction can land).
+      expect(Object.keys(r.body.params_to_sign)).toEqual(['transaction', 'nonce']);
+      expect(r.body.params_to_sign.nonce).toEqual(expect.any(Number));
       expect(r.body.secret_hash).toMatch(/^0x[0-9a-f]{64}$/);
       const body = await signCosignApproval(
         r.body.params_to_sign,
@@ -757,7 +789,34 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
       expect((await call('GET', '/swaps?retailUserId=u0', undefined, key)).body.swaps[0].intentId).toBe(
         ids[0],
       );
-      expect((await call('GET', '/swaps?active=false', undefined, key)).body.pagination.total).toBe(0);
+      // `active`: absent or false = all (Hotpot clients always send active=false), true = in flight.
+      expect((await call('GET', '/swaps?active=false', undefined, key)).body.pagination.total).toBe(3);
+      expect((await call('GET', '/swaps?active=true', undefined, key)).body.pagination.total).toBe(3);
+      expect((await call('GET', '/swaps?retailUserId=u0,u1', undefined, key)).body.pagination.total).toBe(2);
+      expect(
+        (await call('GET', '/swaps?retailUserId=u0&retailUserId=u2', undefined, key)).body.swaps.map(
+          (x: { intentId: string }) => x.intentId,
+        ),
+      ).toEqual([ids[2], ids[0]]);
+      const other = privateKeyToAccount(generatePrivateKey()).address;
+      expect(
+        (
+          await call(
+            'GET',
+            `/affiliate/v1/swaps/history?active=false&wallet=${other}&wallet=${owner.address}`,
+            undefined,
+            key,
+          )
+        ).body.pagination.total,
+      ).toBe(3);
+      expect(
+        (await call('GET', `/affiliate/v1/swaps/history?wallet=${other},${owner.address}`, undefined, key))
+          .body.pagination.total,
+      ).toBe(3);
+      expect(
+        (await call('GET', `/affiliate/v1/swaps/history?wallet=${other}`, undefined, key)).body.pagination
+          .total,
+      ).toBe(0);
       const hist = await call(
         'GET',
         `/affiliate/v1/swaps/history?wallet=${owner.address}&limit=1&offset=2`,
@@ -793,9 +852,12 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
     });
   });
 
-  it('health checks answer 200 with an empty body', async () => {
-    const a = await call('GET', '/healthcheck');
-    expect([a.status, a.body]).toEqual([200, undefined]);
-    expect((await call('GET', '/affiliate/v1/system/live')).status).toBe(200);
+  it('health checks answer 503 naming the networks whose node cannot be read (here all but Solana)', async () => {
+    for (const url of ['/healthcheck', '/affiliate/v1/system/live']) {
+      const r = await call('GET', url);
+      expect([r.status, r.body.code, r.body.type]).toEqual([503, 35, 'SERVICE_UNAVAILABLE']);
+      expect(r.body.message).toMatch(/cannot read networks 1, 2, 3/);
+      expect(r.body.details.unreachable.map((u: { network: number }) => u.network)).toEqual([1, 2, 3]);
+    }
   });
 });

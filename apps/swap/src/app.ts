@@ -84,6 +84,8 @@ export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
     version: SERVICE_VERSION,
     logger,
     bodyLimit: config.body_limit_bytes,
+    // A JSON body is taken as typed: `"0x10"` is not a number and `true` not a network id.
+    strictBody: true,
     envelope: swapEnvelope,
     swagger: {
       title: 'rgbx swap service',

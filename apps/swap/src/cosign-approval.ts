@@ -7,7 +7,31 @@
  *
  * The recent blockhash comes from the network's node (`networks.rpc_url`, required).
  */
-import { buildCosignTransaction, VerificationError, verifyCosignTransaction } from '@rgbx/chains/sol';
+import {
+  buildCosignTransaction,
+  ChainInputError,
+  MEMO_PROGRAM_ADDRESS,
+  SYSTEM_PROGRAM_ADDRESS,
+  VerificationError,
+  verifyCosignTransaction,
+} from '@rgbx/chains/sol';
+
+/** Programs a source address can never be (they cannot sign): System, Memo, SPL Token, Token-2022, ATA, Vote, Stake, loaders, sysvars' owner. */
+const SOLANA_PROGRAMS = new Set<string>([
+  SYSTEM_PROGRAM_ADDRESS,
+  MEMO_PROGRAM_ADDRESS,
+  'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo',
+  'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
+  'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb',
+  'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL',
+  'Vote111111111111111111111111111111111111111',
+  'Stake11111111111111111111111111111111111111',
+  'BPFLoaderUpgradeab1e11111111111111111111111',
+  'BPFLoader2111111111111111111111111111111111',
+  'ComputeBudget111111111111111111111111111111',
+  'Sysvar1111111111111111111111111111111111111',
+]);
+
 import type { ChainGateway } from './chain-gateway.ts';
 import type { NetworkConfig } from './config.ts';
 import { E } from './errors.ts';
@@ -20,6 +44,11 @@ export interface CosignContext {
 
 export interface CosignParams {
   transaction: string;
+  /**
+   * The Hotpot SDK's `nonce` (an integer it decodes): the last block height at which the
+   * transaction's recent blockhash is valid — after it the transaction can never land.
+   */
+  nonce?: number;
 }
 
 export async function buildCosignApproval(args: {
@@ -30,24 +59,36 @@ export async function buildCosignApproval(args: {
   userAddress: string;
   lamports: bigint;
 }): Promise<{ context: CosignContext; params: CosignParams }> {
-  const { blockhash, lastValidBlockHeight } = await args.gateway.solana(args.network).latestBlockhash();
   const destination = args.network.solana_escrow_address ?? args.resolverAddress;
-  const built = buildCosignTransaction({
-    resolver: args.resolverAddress,
-    user: args.userAddress,
-    recentBlockhash: blockhash,
-    lastValidBlockHeight,
-    lamports: args.lamports,
-    destination,
-    memo: `rgbx:intent:${args.intentId}`,
-  });
+  // The user signs at position 1 and pays: it cannot be the resolver (position 0), the destination
+  // or a program (a program account cannot sign a transfer).
+  if (args.userAddress === args.resolverAddress || args.userAddress === destination)
+    throw E.INVALID_ADDRESS.create('sourceAddress', "is the resolver's or the escrow's own address");
+  if (SOLANA_PROGRAMS.has(args.userAddress))
+    throw E.INVALID_ADDRESS.create('sourceAddress', 'is a program address, which cannot sign a transfer');
+  const { blockhash, lastValidBlockHeight } = await args.gateway.solana(args.network).latestBlockhash();
+  let built: ReturnType<typeof buildCosignTransaction>;
+  try {
+    built = buildCosignTransaction({
+      resolver: args.resolverAddress,
+      user: args.userAddress,
+      recentBlockhash: blockhash,
+      lastValidBlockHeight,
+      lamports: args.lamports,
+      destination,
+      memo: `rgbx:intent:${args.intentId}`,
+    });
+  } catch (err) {
+    if (err instanceof ChainInputError) throw E.INVALID_ADDRESS.create('sourceAddress', err.message);
+    throw err;
+  }
   return {
     context: {
       unsignedTransaction: built.transactionHex,
       userAddress: args.userAddress,
       proxyAddress: destination,
     },
-    params: { transaction: built.transactionHex },
+    params: { transaction: built.transactionHex, nonce: Number(lastValidBlockHeight) },
   };
 }
 

@@ -205,6 +205,36 @@ export const E = defineErrors({
 
 export type SwapErrorName = keyof typeof E;
 
+/** The Hotpot `entity` of an error (its Go SDK decodes `{code, message, entity}`), where it is about one. */
+export const ERROR_ENTITIES: Partial<Record<SwapErrorName, string>> = {
+  INTENT_NOT_FOUND: 'Intent',
+  INTENT_EXPIRED: 'Intent',
+  INVALID_TRANSITION: 'Intent',
+  QUOTE_NOT_FOUND: 'Quote',
+  QUOTE_EXPIRED: 'Quote',
+  QUOTE_ALREADY_USED: 'Quote',
+  NO_ROUTE: 'Quote',
+  INVALID_AMOUNT: 'Quote',
+  UNKNOWN_NETWORK: 'Network',
+  UNKNOWN_TOKEN: 'Token',
+  INVALID_ADDRESS: 'Address',
+  PUBLIC_KEY_REQUIRED: 'Address',
+  INSUFFICIENT_FUNDS: 'Address',
+  APPROVAL_PAYLOAD_COUNT: 'Approval',
+  APPROVAL_MECHANISM_MISMATCH: 'Approval',
+  APPROVAL_CONFLICT: 'Approval',
+  INVALID_SIGNATURE: 'Approval',
+  INVALID_PSBT: 'Approval',
+  INVALID_COSIGN: 'Approval',
+  PERMIT2_ALLOWANCE_INSUFFICIENT: 'Approval',
+  TX_NOT_VERIFIED: 'Transaction',
+  TX_ALREADY_USED: 'Transaction',
+  RESOLVER_NOT_ASSIGNED: 'Resolver',
+  SECRET_NOT_RELEASED: 'Htlc',
+  AFFILIATE_EXISTS: 'Affiliate',
+  AFFILIATE_NOT_FOUND: 'Affiliate',
+};
+
 /** The integer `code` of every error. 25 is fixed by the spec; the others are ours and stable. */
 export const ERROR_CODES = {
   UNAUTHORIZED: 1,
@@ -266,6 +296,12 @@ export const ErrorEnvelopeSchema = Type.Object(
     type: Type.String({ description: 'The code as an UPPER_SNAKE name' }),
     message: Type.String({ description: 'Human-readable message' }),
     details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    entity: Type.Optional(
+      Type.String({
+        description:
+          "The kind of thing the error is about, with the Hotpot SDK's EntityKind names (Intent, Quote, Approval, Network, Token, Address, Transaction, Resolver, Affiliate); absent when about none",
+      }),
+    ),
   },
   { $id: 'SwapError', description: 'Every error reply of the swap service' },
 );
@@ -295,6 +331,7 @@ export const swapEnvelope: ErrorEnvelopeFactory = (e) => {
     type: name,
     message: e.message,
     ...(details ? { details } : {}),
+    ...(ERROR_ENTITIES[name] ? { entity: ERROR_ENTITIES[name] } : {}),
   };
   // Our own codes keep their status; anything mapped onto ours answers with our table's status.
   const statusCode = Object.hasOwn(ERROR_CODES, e.code) ? e.statusCode : E[name].status;

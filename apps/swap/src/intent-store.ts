@@ -227,11 +227,12 @@ export interface SwapListFilter {
   limit: number;
   offset: number;
   status?: IntentStatus;
-  /** Only intents not in a terminal status. */
-  active?: boolean;
-  /** Source or destination address. */
-  wallet?: string;
-  retailUserId?: string;
+  /** true: only intents not in a terminal status (absent: all). */
+  active?: true;
+  /** Any of these source or destination addresses. */
+  wallets?: string[] | undefined;
+  /** Any of these retail user ids. */
+  retailUserIds?: string[] | undefined;
 }
 
 export async function listIntents(
@@ -243,12 +244,11 @@ export async function listIntents(
   let q = db.selectFrom('intents').where('api_key_id', '=', apiKeyId);
   if (f.status) q = q.where('status', '=', f.status);
   if (f.active === true) q = q.where('status', 'not in', [...terminal]);
-  if (f.active === false) q = q.where('status', 'in', [...terminal]);
-  if (f.wallet) {
-    const w = f.wallet;
-    q = q.where((eb) => eb.or([eb('user_source_address', '=', w), eb('user_dest_address', '=', w)]));
+  if (f.wallets) {
+    const w = f.wallets;
+    q = q.where((eb) => eb.or([eb('user_source_address', 'in', w), eb('user_dest_address', 'in', w)]));
   }
-  if (f.retailUserId) q = q.where('retail_user_id', '=', f.retailUserId);
+  if (f.retailUserIds) q = q.where('retail_user_id', 'in', f.retailUserIds);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('created_at', 'desc').orderBy('id').limit(f.limit).offset(f.offset).execute(),
     q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),

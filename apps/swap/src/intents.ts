@@ -86,6 +86,7 @@ async function buildApproval(
         destToken: quote.destToken,
         destAddress: input.destinationAddress,
         minDestAmount: quote.minDestAmountLots,
+        maxDestAmount: quote.maxDestAmountLots,
         deadline,
         nonce,
       });

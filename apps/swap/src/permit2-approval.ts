@@ -1,7 +1,8 @@
 /**
  * `permit2` approvals (EVM and Tron): the EIP-712 / TIP-712 `PermitWitnessTransferFrom` the user
  * signs, built by the chains module (spender = escrow, a `SwapIntent` witness binding the intent id,
- * resolver, secret hash, destination and minimum amount, deadline), and its verification:
+ * resolver, secret hash, destination, minimum and maximum amount (`minAmountOut`, `maxAmountOut`: the
+ * names Hotpot clients read) and deadline), and its verification:
  * recovered signer == source address (Tron: the address derived from the recovered key), then the
  * owner's ERC-20 allowance to Permit2 ≥ the source amount (else error code 25).
  *
@@ -39,7 +40,10 @@ export interface Permit2Context {
     destChainId: string;
     destToken: string;
     destAddress: string;
-    minDestAmount: string;
+    /** The quote's `min_dest_amount_lots`. */
+    minAmountOut: string;
+    /** The quote's `max_dest_amount_lots`. */
+    maxAmountOut: string;
     deadline: string;
   };
   proxyAddress: string;
@@ -84,6 +88,7 @@ export function buildPermit2Context(args: {
   destToken: string;
   destAddress: string;
   minDestAmount: bigint;
+  maxDestAmount: bigint;
   deadline: number;
   nonce: number;
 }): Permit2Context {
@@ -105,21 +110,39 @@ export function buildPermit2Context(args: {
       destChainId: String(args.destChainId),
       destToken: args.destToken,
       destAddress: args.destAddress,
-      minDestAmount: args.minDestAmount.toString(),
+      minAmountOut: args.minDestAmount.toString(),
+      maxAmountOut: args.maxDestAmount.toString(),
       deadline: String(args.deadline),
     },
     proxyAddress: n.escrow_address!,
   };
 }
 
+/** False for a context stored before the witness gained `maxAmountOut` (its witness has `minDestAmount`). */
+function hasCurrentWitness(ctx: Permit2Context): boolean {
+  const w = ctx.witness as Partial<Permit2Context['witness']> | undefined;
+  return typeof w?.minAmountOut === 'string' && typeof w.maxAmountOut === 'string';
+}
+
+/**
+ * The typed data of a stored context. A context stored before the witness gained `maxAmountOut`
+ * (it has `minDestAmount` instead) is not rebuilt in the old format: it is rejected as invalid.
+ *
+ * @throws Error when the stored witness lacks `minAmountOut` / `maxAmountOut`
+ */
 export function typedDataOf(ctx: Permit2Context): Permit2TypedData {
+  if (!hasCurrentWitness(ctx))
+    throw new Error(
+      'permit2 context: the stored witness has no minAmountOut/maxAmountOut (stored before the SwapIntent witness v3)',
+    );
   const witnessInput = {
     intentId: ctx.witness.intentId,
     secretHash: ctx.witness.secretHash,
     destChainId: BigInt(ctx.witness.destChainId),
     destToken: ctx.witness.destToken,
     destAddress: ctx.witness.destAddress,
-    minDestAmount: BigInt(ctx.witness.minDestAmount),
+    minAmountOut: BigInt(ctx.witness.minAmountOut),
+    maxAmountOut: BigInt(ctx.witness.maxAmountOut),
     deadline: BigInt(ctx.witness.deadline),
   };
   const common = {
@@ -206,6 +229,19 @@ export async function verifyPermit2Approval(
     throw E.INVALID_SIGNATURE.createWith(
       { details: { reason: 'malformed_signature', expected: '0x-prefixed 64- or 65-byte hex signature' } },
       'malformed signature',
+    );
+  }
+  if (!hasCurrentWitness(ctx)) {
+    // Stored before the SwapIntent witness gained maxAmountOut: the typed data handed out then is
+    // no longer one we verify, so no signature over it is accepted.
+    throw E.INVALID_SIGNATURE.createWith(
+      {
+        details: {
+          reason: 'outdated_witness',
+          expected: 'an intent whose SwapIntent witness has minAmountOut and maxAmountOut',
+        },
+      },
+      'the intent was created with an outdated Permit2 witness; create a new intent',
     );
   }
   const td = typedDataOf(ctx);

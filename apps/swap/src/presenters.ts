@@ -183,8 +183,10 @@ export function paramsToSignB(i: Intent): Record<string, unknown> {
       return permit2Snake(i.paramsToSign as Permit2Params);
     case 'htlc':
       return htlcSnake(i.paramsToSign as HtlcParams);
-    default:
-      return { transaction: (i.paramsToSign as CosignParams).transaction };
+    default: {
+      const c = i.paramsToSign as CosignParams;
+      return { transaction: c.transaction, ...(c.nonce === undefined ? {} : { nonce: c.nonce }) };
+    }
   }
 }
 
@@ -267,6 +269,17 @@ export function swapRecordB(i: Intent) {
     max_dest_amount_lots: i.maxDestAmountLots.toString(),
     user_source_address: i.userSourceAddress,
     user_dest_address: i.userDestAddress,
+    additional_info: {
+      source_amount_decimals: i.sourceAmountDecimals,
+      source_amount_lots: i.sourceAmountLots.toString(),
+      source_chain: i.sourceChain,
+      source_token: i.sourceToken,
+      dest_amount_decimals: i.destAmountDecimals,
+      dest_chain: i.destChain,
+      dest_token: i.destToken,
+      min_dest_amount_lots: i.minDestAmountLots.toString(),
+      max_dest_amount_lots: i.maxDestAmountLots.toString(),
+    },
     settlement: i.settlement.map((l) => ({
       leg: l.leg,
       network_id: l.networkId,

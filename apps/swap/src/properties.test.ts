@@ -398,7 +398,7 @@ describe.each(DIALECTS)('request handling properties (%s)', (dialect) => {
         if (res.statusCode >= 400) {
           const env = res.json();
           expect(
-            Object.keys(env).every((k) => ['code', 'type', 'message', 'details'].includes(k)),
+            Object.keys(env).every((k) => ['code', 'type', 'message', 'details', 'entity'].includes(k)),
             res.body,
           ).toBe(true);
           expect(ERROR_CODES[env.type as keyof typeof ERROR_CODES], res.body).toBe(env.code);
@@ -428,6 +428,92 @@ describe.each(DIALECTS)('request handling properties (%s)', (dialect) => {
       .where('intent_events.id', 'is', null)
       .execute();
     expect(orphans).toEqual([]);
+  });
+
+  it('never coerces a typed JSON value: non-decimal amounts are INVALID_AMOUNT (422), wrong JSON types 400, never a 2xx', async () => {
+    const post = (url: string, body: unknown) =>
+      s.app.inject({
+        method: 'POST',
+        url,
+        headers: { 'x-api-key': s.apiKey, 'content-type': 'application/json' },
+        payload: JSON.stringify(body),
+      });
+    const baseA = QUOTES_A[0]!;
+    const baseB = QUOTES_B[1]!;
+    const badDecimals = [
+      '0x10',
+      '1e5',
+      ' 1',
+      '1 ',
+      '1.',
+      '.5',
+      '00.1',
+      '-1',
+      '+1',
+      '1,5',
+      'Infinity',
+      'NaN',
+      '１',
+    ];
+    for (const amount of badDecimals) {
+      const a = await post('/quote', { ...baseA, amount });
+      expect([a.statusCode, a.json().type], `amount ${JSON.stringify(amount)}`).toEqual([
+        422,
+        'INVALID_AMOUNT',
+      ]);
+      const { amount_lots: _l, ...rest } = baseB;
+      const b = await post('/affiliate/v1/quotes/best', { ...rest, amount_lots: amount });
+      expect([b.statusCode, b.json().type], `amount_lots ${JSON.stringify(amount)}`).toEqual([
+        422,
+        'INVALID_AMOUNT',
+      ]);
+    }
+    // Property: a value of the wrong JSON type anywhere a number or string is expected is never coerced.
+    const wrongType = fc.constantFrom<unknown>(true, false, [], [1], ['1'], {}, '1', '2', 'true');
+    const numericKeys = ['sourceChain', 'destChain', 'slippageBps'];
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...numericKeys), wrongType, async (key, value) => {
+        if (key === 'slippageBps' && typeof value === 'string' && /^[0-9]+$/.test(value)) return; // documented: int or digit string
+        const res = await post('/quote', { ...baseA, [key]: value });
+        expect(res.statusCode, `${key}: ${JSON.stringify(value)} → ${res.body}`).toBeGreaterThanOrEqual(400);
+        expect(res.statusCode).toBeLessThan(500);
+      }),
+      { numRuns: 60 },
+    );
+    for (const body of [
+      { ...baseA, destChain: true },
+      { ...baseA, sourceChain: [NET.btc] },
+      { ...baseA, amount: [1] },
+      { ...baseA, amount: true },
+      { ...baseA, affiliateFees: { 'bad\u0007name': { feeBps: 10 } } },
+      { ...baseA, affiliateFees: { 'tab\tname': { feeBps: 10 } } },
+    ]) {
+      const res = await post('/quote', body);
+      expect([res.statusCode, res.json().type], JSON.stringify(body)).toEqual([400, 'VALIDATION_ERROR']);
+    }
+    const unknownWithControl = await post('/affiliates', {
+      affiliateName: 'x\u0000y',
+      payoutAddress: ESCROW,
+      payoutNetworkId: NET.evm,
+      payoutTokenAddress: USDC,
+    });
+    expect(unknownWithControl.statusCode).toBe(400);
+  });
+
+  it('answers 405 with the documented code and Allow for a known path with a wrong method', async () => {
+    for (const [method, url, allow] of [
+      ['DELETE', '/quote', 'POST'],
+      ['GET', '/affiliate/v1/quotes/best', 'POST'],
+      ['PUT', '/intents/00000000-0000-4000-8000-000000000000/approvals', 'POST'],
+    ] as const) {
+      const res = await s.app.inject({ method, url, headers: { 'x-api-key': s.apiKey } });
+      expect(
+        [res.statusCode, res.json().type, res.json().code, res.headers.allow],
+        `${method} ${url}`,
+      ).toEqual([405, 'METHOD_NOT_ALLOWED', 33, allow]);
+    }
+    const unknown = await s.app.inject({ method: 'GET', url: '/nope', headers: { 'x-api-key': s.apiKey } });
+    expect(unknown.statusCode).toBe(404);
   });
 
   it('rejects bodies over the limit with 413 and the envelope', async () => {

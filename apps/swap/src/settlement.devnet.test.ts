@@ -211,6 +211,9 @@ rate = "0.005"
   }
 
   it('Bitcoin → EVM: HTLC deposit, the ERC-20 payment verified, preimage, claim; forgeries and a reused payment refused', async () => {
+    // Every configured network's node answers: the service is healthy.
+    const health = await call('GET', '/healthcheck');
+    expect([health.status, health.body]).toEqual([200, undefined]);
     const dest = randomEvmAddress();
     const a = await btcIntent(dest);
     const b = await btcIntent(dest);

@@ -16,19 +16,27 @@ import { TERMINAL } from './lifecycle.ts';
 import { affiliateA, intentCreatedA, networkA, quoteA, swapRecordA, tokenA } from './presenters.ts';
 import { createQuote } from './quotes.ts';
 import {
+  ActiveFilter,
   Address,
+  AFFILIATE_NAME_PATTERN,
   ApiKeyHeader,
   BpsInput,
   DepositType,
+  dropAbsent,
   HumanAmount,
   JsonObject,
   Limit,
   Lots,
+  LotsInput,
+  listValues,
   MechanismA,
   NetworkId,
   NetworkType,
   Offset,
+  Opt,
+  OptEnum,
   Pagination,
+  QueryList,
   SettlementLegA,
   Status,
   SwapType,
@@ -73,19 +81,21 @@ export const QuoteRequestA = Type.Object(
     sourceToken: Address,
     destChain: NetworkId,
     destToken: Address,
-    amount: Type.Optional(HumanAmount),
-    amountLots: Type.Optional(Lots),
-    slippageBps: Type.Optional(BpsInput),
-    swapType: Type.Optional(SwapType),
-    depositType: Type.Optional(DepositType),
-    retailUserId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-    affiliateFees: Type.Optional(
+    amount: Opt(HumanAmount),
+    amountLots: Opt(LotsInput),
+    slippageBps: Opt(BpsInput),
+    swapType: OptEnum(SwapType),
+    depositType: OptEnum(DepositType),
+    retailUserId: Opt(Type.String({ minLength: 1, maxLength: 128 })),
+    affiliateFees: Opt(
       Type.Record(
-        Type.String({ minLength: 1, maxLength: 64 }),
+        Type.String(),
         Type.Object(
           { feeBps: BpsInput, networkId: Type.Optional(NetworkId), token: Type.Optional(Address) },
           { additionalProperties: false },
         ),
+        // Names outside the pattern (control characters, over 64) are refused, not looked up.
+        { propertyNames: Type.String({ pattern: AFFILIATE_NAME_PATTERN }) },
       ),
     ),
   },
@@ -133,7 +143,7 @@ export const IntentRequestA = Type.Object(
     destinationAddress: Address,
     sourceAddress: Address,
     sourcePublicKey: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 132 })])),
-    retailUserId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    retailUserId: Opt(Type.String({ minLength: 1, maxLength: 128 })),
   },
   { $id: 'IntentRequestA', additionalProperties: false },
 );
@@ -187,7 +197,12 @@ export const HtlcSchemaA = Type.Object(
 );
 
 export const CosignSchemaA = Type.Object(
-  { transaction: Type.String({ description: 'Hex-encoded v0 transaction; sign at position 1' }) },
+  {
+    transaction: Type.String({ description: 'Hex-encoded v0 transaction; sign at position 1' }),
+    nonce: Type.Optional(
+      Type.Integer({ description: 'Last block height at which the transaction can land' }),
+    ),
+  },
   { $id: 'CosignApprovalA' },
 );
 
@@ -261,7 +276,7 @@ export const SwapRecordSchemaA = Type.Object(
 
 export const AffiliateRequestA = Type.Object(
   {
-    affiliateName: Type.String({ minLength: 1, maxLength: 64 }),
+    affiliateName: Type.String({ pattern: AFFILIATE_NAME_PATTERN }),
     payoutAddress: Address,
     payoutNetworkId: NetworkId,
     payoutTokenAddress: Address,
@@ -310,6 +325,7 @@ export function registerSurfaceA(app: ServiceApp, ctx: SwapContext, health: Heal
   app.register(async (instance) => {
     const scope = instance as unknown as ServiceApp;
     scope.addHook('onRequest', apiKeyHook(ctx));
+    scope.addHook('preHandler', dropAbsent);
     const common = { tags: [TAG], headers: ApiKeyHeader };
 
     scope.get(
@@ -401,13 +417,13 @@ export function registerSurfaceA(app: ServiceApp, ctx: SwapContext, health: Heal
             sourceToken: b.sourceToken,
             destChain: b.destChain,
             destToken: b.destToken,
-            ...(b.amount === undefined ? {} : { amount: b.amount }),
-            ...(b.amountLots === undefined ? {} : { amountLots: b.amountLots }),
-            ...(b.slippageBps === undefined ? {} : { slippageBps: b.slippageBps }),
-            ...(b.swapType === undefined ? {} : { swapType: b.swapType }),
-            ...(b.depositType === undefined ? {} : { depositType: b.depositType }),
-            ...(b.retailUserId === undefined ? {} : { retailUserId: b.retailUserId }),
-            ...(b.affiliateFees === undefined ? {} : { affiliateFees: b.affiliateFees }),
+            ...(b.amount == null ? {} : { amount: b.amount }),
+            ...(b.amountLots == null ? {} : { amountLots: b.amountLots }),
+            ...(b.slippageBps == null ? {} : { slippageBps: b.slippageBps }),
+            ...(!b.swapType ? {} : { swapType: b.swapType }),
+            ...(!b.depositType ? {} : { depositType: b.depositType }),
+            ...(b.retailUserId == null ? {} : { retailUserId: b.retailUserId }),
+            ...(b.affiliateFees == null ? {} : { affiliateFees: b.affiliateFees }),
           },
           onResolverError: (id, err) => req.log.warn({ resolver: id, err }, 'resolver quote failed'),
         });
@@ -553,13 +569,9 @@ export function registerSurfaceA(app: ServiceApp, ctx: SwapContext, health: Heal
             limit: Type.Optional(Limit),
             offset: Type.Optional(Offset),
             status: Type.Optional(Status),
-            active: Type.Optional(
-              Type.Boolean({ description: 'true: not in a terminal status; false: terminal only' }),
-            ),
-            wallet: Type.Optional(
-              Type.String({ maxLength: 128, description: 'Source or destination address' }),
-            ),
-            retailUserId: Type.Optional(Type.String({ maxLength: 128 })),
+            active: ActiveFilter,
+            wallet: QueryList('Source or destination addresses (repeated or comma-separated)'),
+            retailUserId: QueryList('Retail user ids (repeated or comma-separated)'),
           }),
           response: {
             200: Type.Object({ swaps: Type.Array(Type.Ref('SwapRecordA')), pagination: Pagination }),
@@ -578,9 +590,9 @@ export function registerSurfaceA(app: ServiceApp, ctx: SwapContext, health: Heal
             limit,
             offset,
             ...(q.status ? { status: q.status } : {}),
-            ...(q.active === undefined ? {} : { active: q.active }),
-            ...(q.wallet ? { wallet: q.wallet } : {}),
-            ...(q.retailUserId ? { retailUserId: q.retailUserId } : {}),
+            ...(q.active === true ? { active: true } : {}),
+            wallets: listValues(q.wallet),
+            retailUserIds: listValues(q.retailUserId),
           },
           TERMINAL,
         );

@@ -17,19 +17,27 @@ import { TERMINAL } from './lifecycle.ts';
 import { intentCreatedB, networkB, quoteB, swapRecordB, tokenB } from './presenters.ts';
 import { createQuote } from './quotes.ts';
 import {
+  ActiveFilter,
   Address,
+  AFFILIATE_NAME_PATTERN,
   ApiKeyHeader,
   BpsInput,
   DepositType,
+  dropAbsent,
   HumanAmount,
   JsonObject,
   Limit,
   Lots,
+  LotsInput,
+  listValues,
   MechanismB,
   NetworkId,
   NetworkType,
   Offset,
+  Opt,
+  OptEnum,
   Pagination,
+  QueryList,
   SettlementLegB,
   Status,
   SwapType,
@@ -75,19 +83,21 @@ export const QuoteRequestB = Type.Object(
     source_token: Address,
     dest_chain: NetworkId,
     dest_token: Address,
-    amount: Type.Optional(HumanAmount),
-    amount_lots: Type.Optional(Lots),
-    slippage_bps: Type.Optional(BpsInput),
-    swap_type: Type.Optional(SwapType),
-    deposit_type: Type.Optional(DepositType),
-    retail_user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-    affiliate_fees: Type.Optional(
+    amount: Opt(HumanAmount),
+    amount_lots: Opt(LotsInput),
+    slippage_bps: Opt(BpsInput),
+    swap_type: OptEnum(SwapType),
+    deposit_type: OptEnum(DepositType),
+    retail_user_id: Opt(Type.String({ minLength: 1, maxLength: 128 })),
+    affiliate_fees: Opt(
       Type.Record(
-        Type.String({ minLength: 1, maxLength: 64 }),
+        Type.String(),
         Type.Object(
           { fee_bps: BpsInput, network_id: Type.Optional(NetworkId), token: Type.Optional(Address) },
           { additionalProperties: false },
         ),
+        // Names outside the pattern (control characters, over 64) are refused, not looked up.
+        { propertyNames: Type.String({ pattern: AFFILIATE_NAME_PATTERN }) },
       ),
     ),
   },
@@ -137,8 +147,8 @@ export const IntentRequestB = Type.Object(
     user_destination_address: Address,
     user_source_address: Address,
     user_source_public_key: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 132 })])),
-    retail_user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-    referrer_id: Type.Optional(Type.String({ maxLength: 128, description: 'Accepted and ignored' })),
+    retail_user_id: Opt(Type.String({ minLength: 1, maxLength: 128 })),
+    referrer_id: Opt(Type.String({ maxLength: 128, description: 'Accepted and ignored' })),
   },
   { $id: 'IntentRequestB', additionalProperties: false },
 );
@@ -174,7 +184,12 @@ const HtlcParamsB = Type.Object({
   fee: Lots,
 });
 
-const CosignParamsB = Type.Object({ transaction: Type.String() });
+const CosignParamsB = Type.Object({
+  transaction: Type.String(),
+  nonce: Type.Optional(
+    Type.Integer({ description: 'Last block height at which the transaction can land (Hotpot SDK field)' }),
+  ),
+});
 
 export const IntentCreatedB = Type.Object(
   {
@@ -234,6 +249,20 @@ export const SwapRecordSchemaB = Type.Object(
     max_dest_amount_lots: Lots,
     user_source_address: Type.String(),
     user_dest_address: Type.String(),
+    additional_info: Type.Object(
+      {
+        source_amount_decimals: Type.Integer(),
+        source_amount_lots: Lots,
+        source_chain: Type.Integer(),
+        source_token: Type.String(),
+        dest_amount_decimals: Type.Integer(),
+        dest_chain: Type.Integer(),
+        dest_token: Type.String(),
+        min_dest_amount_lots: Lots,
+        max_dest_amount_lots: Lots,
+      },
+      { description: "The quote's fields again, where the Hotpot Go SDK (types.Swap) reads them" },
+    ),
     settlement: Type.Array(SettlementLegB, {
       description: 'Verified legs, in the order they were proven (an addition to the Hotpot record)',
     }),
@@ -273,6 +302,7 @@ export function registerSurfaceB(app: ServiceApp, ctx: SwapContext, health: Heal
     async (instance) => {
       const scope = instance as unknown as ServiceApp;
       scope.addHook('onRequest', apiKeyHook(ctx));
+      scope.addHook('preHandler', dropAbsent);
       const common = { tags: [TAG], headers: ApiKeyHeader };
 
       scope.get(
@@ -357,13 +387,13 @@ export function registerSurfaceB(app: ServiceApp, ctx: SwapContext, health: Heal
               sourceToken: b.source_token,
               destChain: b.dest_chain,
               destToken: b.dest_token,
-              ...(b.amount === undefined ? {} : { amount: b.amount }),
-              ...(b.amount_lots === undefined ? {} : { amountLots: b.amount_lots }),
-              ...(b.slippage_bps === undefined ? {} : { slippageBps: b.slippage_bps }),
-              ...(b.swap_type === undefined ? {} : { swapType: b.swap_type }),
-              ...(b.deposit_type === undefined ? {} : { depositType: b.deposit_type }),
-              ...(b.retail_user_id === undefined ? {} : { retailUserId: b.retail_user_id }),
-              ...(b.affiliate_fees === undefined
+              ...(b.amount == null ? {} : { amount: b.amount }),
+              ...(b.amount_lots == null ? {} : { amountLots: b.amount_lots }),
+              ...(b.slippage_bps == null ? {} : { slippageBps: b.slippage_bps }),
+              ...(!b.swap_type ? {} : { swapType: b.swap_type }),
+              ...(!b.deposit_type ? {} : { depositType: b.deposit_type }),
+              ...(b.retail_user_id == null ? {} : { retailUserId: b.retail_user_id }),
+              ...(b.affiliate_fees == null
                 ? {}
                 : {
                     affiliateFees: Object.fromEntries(
@@ -424,6 +454,21 @@ export function registerSurfaceB(app: ServiceApp, ctx: SwapContext, health: Heal
           const intent = await addApproval(ctx, apiKeyOf(req), req.params.intent_id, approvalFromB(req.body));
           return { intent_id: intent.id, status: intent.status };
         },
+      );
+
+      scope.get(
+        '/intents/:intent_id',
+        {
+          schema: {
+            ...common,
+            operationId: 'affiliateGetIntent',
+            summary: 'The intent as created (the creation response), e.g. to sign again after a reload',
+            params: IntentParams,
+            response: { 200: Type.Ref('IntentCreatedB'), ...errors(400, 401, 404) },
+          },
+        },
+        async (req) =>
+          intentCreatedB(await loadIntent(ctx.db, req.params.intent_id, { apiKeyId: apiKeyOf(req) })),
       );
 
       scope.get(
@@ -514,9 +559,9 @@ export function registerSurfaceB(app: ServiceApp, ctx: SwapContext, health: Heal
             querystring: Type.Object({
               limit: Type.Optional(Limit),
               offset: Type.Optional(Offset),
-              active: Type.Optional(Type.Boolean()),
-              wallet: Type.Optional(Type.String({ maxLength: 128 })),
-              retail_id: Type.Optional(Type.String({ maxLength: 128 })),
+              active: ActiveFilter,
+              wallet: QueryList('Source or destination addresses (repeated or comma-separated)'),
+              retail_id: QueryList('Retail user ids (repeated or comma-separated)'),
               status: Type.Optional(Status),
             }),
             response: {
@@ -536,9 +581,9 @@ export function registerSurfaceB(app: ServiceApp, ctx: SwapContext, health: Heal
               limit,
               offset,
               ...(q.status ? { status: q.status } : {}),
-              ...(q.active === undefined ? {} : { active: q.active }),
-              ...(q.wallet ? { wallet: q.wallet } : {}),
-              ...(q.retail_id ? { retailUserId: q.retail_id } : {}),
+              ...(q.active === true ? { active: true } : {}),
+              wallets: listValues(q.wallet),
+              retailUserIds: listValues(q.retail_id),
             },
             TERMINAL,
           );

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import AjvCompiler from '@fastify/ajv-compiler';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -14,6 +15,7 @@ import fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  type FastifyServerOptions,
   type RawServerDefault,
 } from 'fastify';
 import {
@@ -65,6 +67,12 @@ export interface CreateServerOptions {
    * error for a wrong JSON type set this.
    */
   strictTypes?: boolean;
+  /**
+   * Strict JSON bodies, coercing query strings, params and headers: a body's `"5"` is not an integer
+   * and `true` is not a number (no silent coercion of what a client typed), while `?limit=20` still
+   * reads as 20 and a repeated `?wallet=` as an array. Ignored with `strictTypes`.
+   */
+  strictBody?: boolean;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -139,6 +147,9 @@ export function createServer(opts: CreateServerOptions): ServiceApp {
         ? { customOptions: { coerceTypes: false, useDefaults: true, removeAdditional: false } }
         : {}),
     },
+    ...(opts.strictBody && !opts.strictTypes
+      ? { schemaController: strictBodyController() as FastifyServerOptions['schemaController'] }
+      : {}),
     // Errors raised before routing (bad URL encoding and the like) get the envelope too.
     frameworkErrors: (error, request, reply) => {
       reply.header(idHeader, request.id);
@@ -163,13 +174,64 @@ export function createServer(opts: CreateServerOptions): ServiceApp {
     sendEnvelope(reply, envelope, e);
   });
 
+  // Known paths answer 405 (with `Allow`) for a method they do not serve, unknown paths 404.
+  const routes: { methods: string[]; pattern: RegExp }[] = [];
+  app.addHook('onRoute', (r) => {
+    routes.push({ methods: ([] as string[]).concat(r.method), pattern: routePattern(r.url) });
+  });
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
-    const e = KitErrors.NOT_FOUND.create(request.method, request.url.split('?')[0] ?? '/');
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods));
+    if (allowed.size > 0 && !allowed.has(request.method)) {
+      reply.header('allow', [...allowed].sort().join(', '));
+      const e = KitErrors.METHOD_NOT_ALLOWED.create();
+      sendEnvelope(reply, envelope, {
+        statusCode: e.statusCode,
+        code: e.code,
+        message: `${request.method} is not allowed on ${path}; allowed: ${[...allowed].sort().join(', ')}`,
+      });
+      return;
+    }
+    const e = KitErrors.NOT_FOUND.create(request.method, path);
     sendEnvelope(reply, envelope, { statusCode: e.statusCode, code: e.code, message: e.message });
   });
 
   if (opts.swagger) registerSwagger(app, opts);
   return app;
+}
+
+/** A route URL (`/intents/:id`, `/files/*`) as a regular expression over request paths. */
+function routePattern(url: string): RegExp {
+  const body = url
+    .split('/')
+    .map((seg) =>
+      seg === '*' ? '.*' : seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+    )
+    .join('/');
+  return new RegExp(`^${body}/?$`);
+}
+
+/**
+ * Two Ajv compilers from Fastify's own factory: bodies validated without type coercion, query
+ * strings / params / headers with Fastify's default (`coerceTypes: 'array'`).
+ */
+function strictBodyController() {
+  const factory = AjvCompiler();
+  return {
+    compilersFactory: {
+      buildValidator(externalSchemas: unknown, ajvOptions: { customOptions?: object; plugins?: unknown[] }) {
+        const coercing = factory(externalSchemas as never, ajvOptions as never);
+        const strict = factory(
+          externalSchemas as never,
+          {
+            ...ajvOptions,
+            customOptions: { ...ajvOptions.customOptions, coerceTypes: false },
+          } as never,
+        );
+        return (ctx: { httpPart?: string }) => (ctx.httpPart === 'body' ? strict : coercing)(ctx as never);
+      },
+    },
+  };
 }
 
 function registerSwagger(app: ServiceApp, opts: CreateServerOptions): void {

@@ -181,7 +181,8 @@ function intentInput(
     destChainId: 1n,
     destToken: 'btc',
     destAddress: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
-    minDestAmount: 99_000n,
+    minAmountOut: 99_000n,
+    maxAmountOut: 100_000n,
     ...over,
   };
 }
@@ -588,21 +589,25 @@ describe('SwapEscrow: deposit, claim, refund', () => {
     expect(await balance(resolver)).toBe(thirdBefore + 10n);
   });
 
-  it('a deposit whose witness differs from the signed one (another minDestAmount) reverts with InvalidSigner; the signed one then succeeds', async () => {
+  it('a deposit whose witness differs from the signed one (another minAmountOut or maxAmountOut) reverts with InvalidSigner; the signed one then succeeds', async () => {
     const now = await latestTimestamp();
     const { secretHash } = secretPair('B');
     const input = intentInput({ secretHash, deadline: now + 3600n });
     const td = typedData(input);
     const signature = await sign(td);
-    const tampered = { ...td.message.witness, minDestAmount: td.message.witness.minDestAmount - 1n };
+    const w = td.message.witness;
     const before = await balance(owner);
-    await expectRevert(
-      escrowDeposit(node.rpcUrl, node.chainId, resolverKey, escrow, {
-        ...depositParams(td, signature),
-        witness: tampered,
-      }),
-      'InvalidSigner',
-    );
+    for (const tampered of [
+      { ...w, minAmountOut: w.minAmountOut - 1n },
+      { ...w, maxAmountOut: w.maxAmountOut + 1n },
+    ])
+      await expectRevert(
+        escrowDeposit(node.rpcUrl, node.chainId, resolverKey, escrow, {
+          ...depositParams(td, signature),
+          witness: tampered,
+        }),
+        'InvalidSigner',
+      );
     // another amount than signed
     await expectRevert(
       escrowDeposit(node.rpcUrl, node.chainId, resolverKey, escrow, {

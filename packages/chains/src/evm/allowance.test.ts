@@ -182,7 +182,8 @@ describe('Permit2 witness digest recomputed by Solidity on the EVM', () => {
         destChainId: 3n,
         destToken: 'btc',
         destAddress: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
-        minDestAmount: 10_000n,
+        minAmountOut: 10_000n,
+        maxAmountOut: 10_200n,
         deadline: 1_900_000_000n,
       }),
     });

@@ -47,7 +47,8 @@ function sampleTypedData(over: Partial<Parameters<typeof buildPermit2TypedData>[
     destChainId: 3n,
     destToken: 'btc',
     destAddress: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
-    minDestAmount: 99_000n,
+    minAmountOut: 99_000n,
+    maxAmountOut: 100_000n,
     deadline: 1_900_000_000n,
   });
   return buildPermit2TypedData({
@@ -154,7 +155,8 @@ describe('Permit2 vectors', () => {
     const witness = buildSwapIntentWitness({
       ...w,
       destChainId: BigInt(w.destChainId),
-      minDestAmount: BigInt(w.minDestAmount),
+      minAmountOut: BigInt(w.minAmountOut),
+      maxAmountOut: BigInt(w.maxAmountOut),
       deadline: BigInt(w.deadline),
     });
     const m = r.typedData.message;
@@ -177,7 +179,7 @@ describe('Permit2 witness typed data', () => {
   it('witnessTypeString is exactly what Permit2 concatenates after its stub (types sorted, TokenPermissions included)', () => {
     expect(SWAP_INTENT_WITNESS_TYPE_STRING).toBe(
       'SwapIntent witness)SwapIntent(bytes32 intentId,address resolver,bytes32 secretHash,uint256 destChainId,' +
-        'bytes32 destToken,bytes32 destAddress,uint256 minDestAmount,uint256 deadline)' +
+        'bytes32 destToken,bytes32 destAddress,uint256 minAmountOut,uint256 maxAmountOut,uint256 deadline)' +
         'TokenPermissions(address token,uint256 amount)',
     );
     // A witness name sorting after TokenPermissions, with a nested struct: EIP-712 order is by name.
@@ -208,8 +210,14 @@ describe('Permit2 witness typed data', () => {
     expect(td.witnessHash).toBe(viaViem);
     expect(swapIntentWitnessHash(td.message.witness)).toBe(viaViem);
     // and it changes with every field
-    const other = sampleTypedData({ witness: { ...td.message.witness, minDestAmount: 99_001n } });
-    expect(other.witnessHash).not.toBe(td.witnessHash);
+    for (const [k, v] of [
+      ['minAmountOut', 99_001n],
+      ['maxAmountOut', 100_001n],
+      ['deadline', 1_900_000_001n],
+    ] as const) {
+      const other = sampleTypedData({ witness: { ...td.message.witness, [k]: v } });
+      expect(other.witnessHash).not.toBe(td.witnessHash);
+    }
   });
 
   it('digest equals viem hashTypedData and the digest the Permit2 contract computes on chain', () => {
@@ -235,6 +243,22 @@ describe('Permit2 witness typed data', () => {
   });
 
   it('rejects out-of-range builder input with ChainInputError', () => {
+    const input = {
+      intentId: '123e4567-e89b-12d3-a456-426614174000',
+      resolver: RESOLVER,
+      secretHash: `0x${'ab'.repeat(32)}`,
+      destChainId: 3n,
+      destToken: 'btc',
+      destAddress: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
+      minAmountOut: 99_000n,
+      maxAmountOut: 99_000n,
+      deadline: 1_900_000_000n,
+    } as const;
+    expect(buildSwapIntentWitness(input).maxAmountOut).toBe(99_000n);
+    expect(() => buildSwapIntentWitness({ ...input, maxAmountOut: 98_999n })).toThrow(
+      /witness\.maxAmountOut: expected at least minAmountOut/,
+    );
+    expect(() => buildSwapIntentWitness({ ...input, minAmountOut: -1n })).toThrow(ChainInputError);
     expect(() => sampleTypedData({ amount: -1n })).toThrow(ChainInputError);
     expect(() => sampleTypedData({ nonce: 1n << 256n })).toThrow(/nonce: expected a bigint/);
     expect(() => sampleTypedData({ spender: '0x1234' })).toThrow(/spender: expected a 0x-prefixed 20-byte/);
@@ -244,6 +268,14 @@ describe('Permit2 witness typed data', () => {
     const td = sampleTypedData({ amount: (1n << 255n) + 1n });
     const json = JSON.parse(JSON.stringify(permit2TypedDataToJson(td)));
     expect(json.message.permitted.amount).toBe(((1n << 255n) + 1n).toString());
+    // Hotpot's widget re-parses these three witness fields with BigInt(...): decimal strings
+    expect(json.message.witness).toMatchObject({
+      minAmountOut: '99000',
+      maxAmountOut: '100000',
+      deadline: '1900000000',
+    });
+    for (const k of ['minAmountOut', 'maxAmountOut', 'deadline'])
+      expect(BigInt(json.message.witness[k])).toBe(td.message.witness[k as 'deadline']);
     const back = permit2TypedDataFromJson(json);
     expect(back).toEqual(td);
     expect(() => permit2TypedDataFromJson({ ...json, witnessHash: `0x${'00'.repeat(32)}` })).toThrow(
@@ -342,7 +374,9 @@ describe('Permit2 signature verification', () => {
       sampleTypedData({ witness: { ...w, resolver: ESCROW } }),
       sampleTypedData({ witness: { ...w, secretHash: `0x${'ac'.repeat(32)}` } }),
       sampleTypedData({ witness: { ...w, destAddress: destinationIdHash('bcrt1qsomeoneelse') } }),
-      sampleTypedData({ witness: { ...w, minDestAmount: 1n } }),
+      sampleTypedData({ witness: { ...w, minAmountOut: 1n } }),
+      sampleTypedData({ witness: { ...w, maxAmountOut: w.maxAmountOut + 1n } }),
+      sampleTypedData({ witness: { ...w, deadline: w.deadline + 1n } }),
       sampleTypedData({ witness: { ...w, intentId: uuidToBytes32('123e4567-e89b-12d3-a456-426614174001') } }),
     ];
     for (const t of tampered)

@@ -15,7 +15,9 @@ export const SWAP_INTENT_TYPE_NAME = 'SwapIntent';
  * Fields of the `SwapIntent` witness, in this exact order (the order is part of the type hash).
  * Only `address`, `uint256` and `bytes32` are used: the field types wallets and the public swap SDKs
  * accept in a Permit2 witness. Non-EVM strings (destination token and address) go in as
- * {@link destinationIdHash} so any chain's identifiers fit in a `bytes32`.
+ * {@link destinationIdHash} so any chain's identifiers fit in a `bytes32`. `minAmountOut`,
+ * `maxAmountOut` and `deadline` carry these names because Hotpot clients read them from the witness
+ * (and re-parse them with `BigInt`) to build the message they sign.
  */
 export const SWAP_INTENT_FIELDS = [
   { name: 'intentId', type: 'bytes32' },
@@ -24,7 +26,8 @@ export const SWAP_INTENT_FIELDS = [
   { name: 'destChainId', type: 'uint256' },
   { name: 'destToken', type: 'bytes32' },
   { name: 'destAddress', type: 'bytes32' },
-  { name: 'minDestAmount', type: 'uint256' },
+  { name: 'minAmountOut', type: 'uint256' },
+  { name: 'maxAmountOut', type: 'uint256' },
   { name: 'deadline', type: 'uint256' },
 ] as const;
 
@@ -126,8 +129,10 @@ export interface SwapIntentInput {
   destToken: string;
   /** User's destination address in canonical text (see {@link destinationIdHash}). */
   destAddress: string;
-  /** Minimum destination amount in integer lots. */
-  minDestAmount: bigint;
+  /** Minimum destination amount in integer lots (the quote's `min_dest_amount_lots`). */
+  minAmountOut: bigint;
+  /** Maximum destination amount in integer lots (the quote's `max_dest_amount_lots`). */
+  maxAmountOut: bigint;
   /** Intent deadline, unix seconds. */
   deadline: bigint;
 }
@@ -140,7 +145,8 @@ export interface SwapIntentWitness {
   destChainId: bigint;
   destToken: Hex;
   destAddress: Hex;
-  minDestAmount: bigint;
+  minAmountOut: bigint;
+  maxAmountOut: bigint;
   deadline: bigint;
 }
 
@@ -199,21 +205,30 @@ function requireUint256(value: unknown, field: string): bigint {
 /**
  * Builds the `SwapIntent` witness from the intent's fields.
  *
+ * @throws ChainInputError on a malformed field, or when `maxAmountOut < minAmountOut`
+ *
  * @example
  * const witness = buildSwapIntentWitness({ intentId, resolver, secretHash, destChainId: 1n,
- *   destToken: 'btc', destAddress: 'bcrt1q…', minDestAmount: 99_000n, deadline: 1_900_000_000n });
+ *   destToken: 'btc', destAddress: 'bcrt1q…', minAmountOut: 99_000n, maxAmountOut: 100_000n, deadline: 1_900_000_000n });
  */
 export function buildSwapIntentWitness(input: SwapIntentInput): SwapIntentWitness {
-  return {
+  const witness: SwapIntentWitness = {
     intentId: uuidToBytes32(input.intentId),
     resolver: requireEvmAddress(input.resolver, 'witness.resolver'),
     secretHash: hex0x(toBytes(input.secretHash, 'witness.secretHash', 32)),
     destChainId: requireUint256(input.destChainId, 'witness.destChainId'),
     destToken: destinationIdHash(input.destToken),
     destAddress: destinationIdHash(input.destAddress),
-    minDestAmount: requireUint256(input.minDestAmount, 'witness.minDestAmount'),
+    minAmountOut: requireUint256(input.minAmountOut, 'witness.minAmountOut'),
+    maxAmountOut: requireUint256(input.maxAmountOut, 'witness.maxAmountOut'),
     deadline: requireUint256(input.deadline, 'witness.deadline'),
   };
+  if (witness.maxAmountOut < witness.minAmountOut)
+    throw new ChainInputError(
+      'witness.maxAmountOut',
+      `expected at least minAmountOut (${witness.minAmountOut}), received ${witness.maxAmountOut}`,
+    );
+  return witness;
 }
 
 /**
@@ -428,7 +443,8 @@ export function permit2TypedDataFromJson(json: unknown): Permit2TypedData {
       destChainId: big(w.destChainId, 'witness.destChainId'),
       destToken: bytes32(w.destToken, 'witness.destToken'),
       destAddress: bytes32(w.destAddress, 'witness.destAddress'),
-      minDestAmount: big(w.minDestAmount, 'witness.minDestAmount'),
+      minAmountOut: big(w.minAmountOut, 'witness.minAmountOut'),
+      maxAmountOut: big(w.maxAmountOut, 'witness.maxAmountOut'),
       deadline: big(w.deadline, 'witness.deadline'),
     },
   });

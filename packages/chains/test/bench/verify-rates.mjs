@@ -54,7 +54,8 @@ const witness = buildSwapIntentWitness({
   destChainId: 3n,
   destToken: 'btc',
   destAddress: 'bcrt1qexample',
-  minDestAmount: 1n,
+  minAmountOut: 1n,
+  maxAmountOut: 1n,
   deadline: 1_900_000_000n,
 });
 const td = buildPermit2TypedData({
@@ -88,7 +89,8 @@ const tronTd = buildTronPermit2TypedData({
     destChainId: 3n,
     destToken: 'btc',
     destAddress: 'bcrt1qexample',
-    minDestAmount: 1n,
+    minAmountOut: 1n,
+    maxAmountOut: 1n,
     deadline: 1_900_000_000n,
   },
 });

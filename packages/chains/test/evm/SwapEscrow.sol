@@ -45,7 +45,8 @@ contract SwapEscrow {
         uint256 destChainId;
         bytes32 destToken;
         bytes32 destAddress;
-        uint256 minDestAmount;
+        uint256 minAmountOut;
+        uint256 maxAmountOut;
         uint256 deadline;
     }
 
@@ -92,10 +93,10 @@ contract SwapEscrow {
     event Refunded(bytes32 indexed intentId, address indexed owner);
 
     bytes32 public constant SWAP_INTENT_TYPEHASH = keccak256(
-        "SwapIntent(bytes32 intentId,address resolver,bytes32 secretHash,uint256 destChainId,bytes32 destToken,bytes32 destAddress,uint256 minDestAmount,uint256 deadline)"
+        "SwapIntent(bytes32 intentId,address resolver,bytes32 secretHash,uint256 destChainId,bytes32 destToken,bytes32 destAddress,uint256 minAmountOut,uint256 maxAmountOut,uint256 deadline)"
     );
     string public constant WITNESS_TYPE_STRING =
-        "SwapIntent witness)SwapIntent(bytes32 intentId,address resolver,bytes32 secretHash,uint256 destChainId,bytes32 destToken,bytes32 destAddress,uint256 minDestAmount,uint256 deadline)TokenPermissions(address token,uint256 amount)";
+        "SwapIntent witness)SwapIntent(bytes32 intentId,address resolver,bytes32 secretHash,uint256 destChainId,bytes32 destToken,bytes32 destAddress,uint256 minAmountOut,uint256 maxAmountOut,uint256 deadline)TokenPermissions(address token,uint256 amount)";
 
     ISignatureTransfer public immutable PERMIT2;
     uint256 public immutable REFUND_DELAY_SECS;
@@ -124,7 +125,8 @@ contract SwapEscrow {
                 intent.destChainId,
                 intent.destToken,
                 intent.destAddress,
-                intent.minDestAmount,
+                intent.minAmountOut,
+                intent.maxAmountOut,
                 intent.deadline
             )
         );

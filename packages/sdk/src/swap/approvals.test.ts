@@ -17,7 +17,7 @@ import {
   signBytes,
   verifySignature,
 } from '@solana/kit';
-import { keccak256, recoverTypedDataAddress, stringToBytes } from 'viem';
+import { hashTypedData, keccak256, recoverTypedDataAddress, stringToBytes } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterEach, describe, expect, it, type Mock, vi } from 'vitest';
 import { SigningCheckError } from '../signing-check.ts';
@@ -25,6 +25,7 @@ import {
   affiliatePermit2TypedData,
   base58Encode,
   type CosignExpectation,
+  checkPermit2TypedData,
   decodeSolanaMessage,
   type HtlcApprovalToSign,
   type HtlcExpectation,
@@ -173,7 +174,8 @@ const SWAP_TYPES = {
     { name: 'destChainId', type: 'uint256' },
     { name: 'destToken', type: 'bytes32' },
     { name: 'destAddress', type: 'bytes32' },
-    { name: 'minDestAmount', type: 'uint256' },
+    { name: 'minAmountOut', type: 'uint256' },
+    { name: 'maxAmountOut', type: 'uint256' },
     { name: 'deadline', type: 'uint256' },
   ],
 };
@@ -203,7 +205,8 @@ function permit2Json(): TypedDataJson {
         destChainId: '1',
         destToken: keccak256(stringToBytes('BTC')),
         destAddress: keccak256(stringToBytes(DEST)),
-        minDestAmount: '99000',
+        minAmountOut: '99000',
+        maxAmountOut: '100000',
         deadline: String(DEADLINE),
       },
     },
@@ -247,6 +250,30 @@ describe('signPermit2Approval checks the typed data before signing', () => {
       { signTypedData },
       { ...PERMIT2_EXPECT, destAddress: ESCROW },
     );
+  });
+
+  it('Surface B: the witness as Hotpot widget signs it (minAmountOut, maxAmountOut, deadline re-stringified via BigInt) gives the Surface A digest', () => {
+    const a = permit2Json();
+    const m = a.message as { permitted: { amount: string }; nonce: string; witness: Record<string, unknown> };
+    const w = m.witness;
+    const widgetWitness = {
+      ...w,
+      minAmountOut: BigInt(w.minAmountOut as string).toString(),
+      maxAmountOut: BigInt(w.maxAmountOut as string).toString(),
+      deadline: BigInt(w.deadline as string).toString(),
+    };
+    const b = affiliatePermit2TypedData({
+      params: {
+        escrow_contract_address: ESCROW,
+        nonce: Number(m.nonce),
+        additional_data: { domain: a.domain, types: a.types, witness: widgetWitness },
+      },
+      sourceToken: USDC,
+      sourceAmountLots: m.permitted.amount,
+      deadlineSecs: DEADLINE,
+    });
+    checkPermit2TypedData(b, PERMIT2_EXPECT);
+    expect(hashTypedData(b as never)).toBe(hashTypedData(permit2TypedData({ typedData: a }) as never));
   });
 
   const cases: [string, string, (td: TypedDataJson) => void, Partial<Permit2Expectation>?][] = [
