@@ -1,6 +1,7 @@
 import {
   type BitcoindRpc,
   BitcoindRpcError,
+  type ParsedBlock,
   type ParsedTx,
   parseBlock,
   parseTx,
@@ -17,6 +18,8 @@ interface Output {
   sh: string;
   value: bigint;
   height: number; // 0 for mempool outputs
+  /** Position of the transaction in its block (0 for mempool outputs). */
+  pos: number;
 }
 
 interface BlockUndo {
@@ -51,6 +54,26 @@ export interface SyncResult {
   reorgDepth: number;
 }
 
+interface ChainPlan {
+  /** Height of our highest block that is still in bitcoind's chain (-1: none). */
+  fork: number;
+  /** The blocks after it, in order. */
+  blocks: ParsedBlock[];
+  /** The blocks stop short of bitcoind's tip (a long catch-up, applied in chunks). */
+  partial: boolean;
+}
+
+interface FetchedTx {
+  raw: Buffer;
+  tx: ParsedTx;
+}
+
+/** Consecutive attempts at one snapshot before a sync gives up (requests then answer error 2). */
+const MAX_SYNC_ATTEMPTS = 50;
+/** Blocks fetched before they are applied; a longer catch-up is applied in chunks of this size. */
+const CHUNK_BLOCKS = 500;
+const GENESIS_PREV = '00'.repeat(32);
+
 const key = (txid: string, vout: number): string => `${txid}:${vout}`;
 
 function getOrInit<K, V>(map: Map<K, V>, k: K, make: () => V): V {
@@ -82,17 +105,24 @@ export class ChainIndex {
   readonly #mempoolSpent = new Map<string, string>();
   readonly #rpc: BitcoindRpc;
   readonly #batchSize: number;
+  readonly #unparsable = new Set<string>();
   #syncing: Promise<SyncResult> | null = null;
   #again = false;
+  #consistent = false;
+  /** Changes applied since the last successful sync returned. */
+  #changes: SyncResult = { touched: new Set(), newTip: false, reorgDepth: 0 };
 
   constructor(rpc: BitcoindRpc, opts: { batchSize?: number } = {}) {
     this.#rpc = rpc;
     this.#batchSize = opts.batchSize ?? 25;
   }
 
-  /** The sync pass in flight, if any: readers wait for it so they never see blocks without their mempool. */
-  get inFlight(): Promise<SyncResult> | null {
-    return this.#syncing;
+  /**
+   * True when the chain and the mempool view are one snapshot of bitcoind (the last sync completed).
+   * False before the first sync and while a long catch-up is being applied in chunks: readers wait.
+   */
+  get consistent(): boolean {
+    return this.#consistent;
   }
 
   get height(): number {
@@ -104,8 +134,11 @@ export class ChainIndex {
   }
 
   /**
-   * Brings the index up to bitcoind's tip and mempool. Concurrent callers share one run; a call made
-   * while a run is in flight schedules exactly one more run, so no update is missed.
+   * Brings the index to one snapshot of bitcoind: the tip and the mempool as they both were at one
+   * instant. Concurrent callers share one run; a call made while a run is in flight schedules exactly
+   * one more run, so the returned promise always covers a pass that began after the call. The result
+   * covers every change applied since the last successful sync (changes applied by a failed run are
+   * reported by the next successful one).
    */
   sync(): Promise<SyncResult> {
     if (this.#syncing) {
@@ -113,78 +146,157 @@ export class ChainIndex {
       return this.#syncing;
     }
     const run = async (): Promise<SyncResult> => {
-      const total: SyncResult = { touched: new Set(), newTip: false, reorgDepth: 0 };
       try {
         do {
           this.#again = false;
-          const r = await this.#syncOnce();
-          for (const sh of r.touched) total.touched.add(sh);
-          total.newTip ||= r.newTip;
-          total.reorgDepth = Math.max(total.reorgDepth, r.reorgDepth);
+          await this.#syncOnce();
         } while (this.#again);
       } finally {
         this.#syncing = null;
       }
-      return total;
+      const done = this.#changes;
+      this.#changes = { touched: new Set(), newTip: false, reorgDepth: 0 };
+      return done;
     };
     this.#syncing = run();
     return this.#syncing;
   }
 
-  async #syncOnce(): Promise<SyncResult> {
-    const touched = new Set<string>();
-    let newTip = false;
-    let reorgDepth = 0;
-    for (let guard = 0; guard < 1000; guard++) {
+  /**
+   * One snapshot: read the tip, fetch the blocks up to it, read the mempool (and fetch the new
+   * transactions), then read the tip again. Only if it did not move is everything applied, without
+   * any await in between, so no request can observe blocks without their mempool or the reverse.
+   * bitcoind connects a block and removes its transactions from the mempool under the mempool lock
+   * that `getrawmempool` takes, so a mempool read between two equal tip reads belongs to that tip.
+   */
+  async #syncOnce(): Promise<void> {
+    const blocks = new Map<string, ParsedBlock>();
+    const txs = new Map<string, FetchedTx>();
+    let attempts = 0;
+    for (;;) {
+      if (++attempts > MAX_SYNC_ATTEMPTS) {
+        throw new Error(
+          `bitcoind's tip or mempool changed during each of ${MAX_SYNC_ATTEMPTS} consecutive sync attempts`,
+        );
+      }
       const best = await this.#rpc.call<string>('getbestblockhash');
-      if (best === this.tipHash) break;
-      newTip = true;
-      const tipHeight = await this.#rpc.call<number>('getblockcount');
-      // Find the fork point: walk back while our block at h is not bitcoind's block at h.
-      let h = Math.min(this.height, tipHeight);
-      while (h >= 0) {
-        const from = Math.max(0, h - 9);
-        const heights = Array.from({ length: h - from + 1 }, (_, i) => h - i);
-        const got = await this.#rpc.batch(heights.map((x) => ({ method: 'getblockhash', params: [x] })));
-        let matched = -2;
-        for (let i = 0; i < heights.length; i++) {
-          if (got[i] === this.hashes[heights[i]!]) {
-            matched = heights[i]!;
-            break;
-          }
+      let plan: ChainPlan = { fork: this.height, blocks: [], partial: false };
+      if (best !== this.tipHash) {
+        const p = await this.#planChain(best, blocks);
+        if (!p) continue; // the chain moved while it was read: start over
+        if (p.partial) {
+          // A long catch-up: apply this chunk now (bounded memory); readers wait for the full snapshot.
+          this.#applyChain(p);
+          this.#consistent = false;
+          blocks.clear();
+          attempts = 0;
+          continue;
         }
-        if (matched !== -2) {
-          h = matched;
-          break;
-        }
-        h = from - 1;
+        plan = p;
       }
-      while (this.height > h) {
-        reorgDepth++;
-        for (const sh of this.#undoTip()) touched.add(sh);
-      }
-      if (this.height >= tipHeight) continue;
-      const end = Math.min(tipHeight, this.height + this.#batchSize);
-      const heights = Array.from({ length: end - this.height }, (_, i) => this.height + 1 + i);
-      const hashes = await this.#rpc.batch(heights.map((x) => ({ method: 'getblockhash', params: [x] })));
-      if (hashes.some((x) => x instanceof Error)) continue; // the chain moved under us; start over
-      const blocks = await this.#rpc.batch(hashes.map((hash) => ({ method: 'getblock', params: [hash, 0] })));
-      for (const hex of blocks) {
-        if (typeof hex !== 'string') break;
-        const block = parseBlock(Buffer.from(hex, 'hex'));
-        if (this.height >= 0 && block.prevHash !== this.tipHash) break; // reorg mid-fetch: loop re-detects it
-        for (const sh of this.#applyBlock(block.header, block.hash, block.txs)) touched.add(sh);
-      }
+      const ids = await this.#fetchMempool(txs);
+      if (!ids) continue; // a transaction left the mempool before it could be fetched
+      if ((await this.#rpc.call<string>('getbestblockhash')) !== best) continue;
+      const rebuild = !this.#consistent || plan.blocks.length > 0 || plan.fork < this.height;
+      this.#applyChain(plan);
+      this.#applyMempool(ids, txs, rebuild);
+      this.#consistent = true;
+      return;
     }
-    for (const sh of await this.#syncMempool(newTip)) touched.add(sh);
-    return { touched, newTip, reorgDepth };
+  }
+
+  /**
+   * The blocks from the fork point (our highest block still in bitcoind's chain) to `best`, at most
+   * CHUNK_BLOCKS of them. Null when what was read is not one chain ending at `best` (it moved).
+   */
+  async #planChain(best: string, cache: Map<string, ParsedBlock>): Promise<ChainPlan | null> {
+    const { height: tipHeight } = await this.#rpc.call<{ height: number }>('getblockheader', [best, true]);
+    let fork = -1;
+    for (let h = Math.min(this.height, tipHeight); h >= 0; ) {
+      const from = Math.max(0, h - 9);
+      const heights = Array.from({ length: h - from + 1 }, (_, i) => h - i);
+      const got = await this.#rpc.batch(heights.map((x) => ({ method: 'getblockhash', params: [x] })));
+      const i = heights.findIndex((x, j) => got[j] === this.hashes[x]);
+      if (i >= 0) {
+        fork = heights[i]!;
+        break;
+      }
+      h = from - 1;
+    }
+    const end = Math.min(tipHeight, fork + CHUNK_BLOCKS);
+    const out: ParsedBlock[] = [];
+    for (let start = fork + 1; start <= end; start += this.#batchSize) {
+      const heights = Array.from(
+        { length: Math.min(end, start + this.#batchSize - 1) - start + 1 },
+        (_, i) => start + i,
+      );
+      const hashes = await this.#rpc.batch(heights.map((x) => ({ method: 'getblockhash', params: [x] })));
+      if (hashes.some((x) => typeof x !== 'string')) return null;
+      const need = (hashes as string[]).filter((x) => !cache.has(x));
+      const raws = await this.#rpc.batch(need.map((hash) => ({ method: 'getblock', params: [hash, 0] })));
+      for (let i = 0; i < need.length; i++) {
+        const raw = raws[i];
+        if (typeof raw !== 'string') return null;
+        cache.set(need[i]!, parseBlock(Buffer.from(raw, 'hex')));
+      }
+      for (const hash of hashes as string[]) out.push(cache.get(hash)!);
+    }
+    let prev = fork >= 0 ? this.hashes[fork]! : GENESIS_PREV;
+    for (const b of out) {
+      if (b.prevHash !== prev) return null;
+      prev = b.hash;
+    }
+    const partial = end < tipHeight;
+    if (!partial && prev !== best) return null;
+    return { fork, blocks: out, partial };
+  }
+
+  /** `getrawmempool`, and every transaction in it we do not hold yet; null if one could not be fetched. */
+  async #fetchMempool(cache: Map<string, FetchedTx>): Promise<string[] | null> {
+    const ids = await this.#rpc.call<string[]>('getrawmempool');
+    const missing = ids.filter((id) => !this.#mempool.has(id) && !cache.has(id) && !this.#unparsable.has(id));
+    let complete = true;
+    for (let i = 0; i < missing.length; i += 100) {
+      const chunk = missing.slice(i, i + 100);
+      const raws = await this.#rpc.batch(
+        chunk.map((id) => ({ method: 'getrawtransaction', params: [id, false] })),
+      );
+      raws.forEach((hex, j) => {
+        const txid = chunk[j]!;
+        if (typeof hex !== 'string') {
+          complete = false; // evicted or replaced meanwhile: the next attempt reads a newer mempool
+          return;
+        }
+        const raw = Buffer.from(hex, 'hex');
+        try {
+          cache.set(txid, { raw, tx: parseTx(raw) });
+        } catch {
+          this.#unparsable.add(txid); // bitcoind never serves one; left out rather than poisoning the index
+        }
+      });
+    }
+    return complete ? ids : null;
+  }
+
+  /** Undoes our blocks above the fork point and applies the plan's blocks (synchronously). */
+  #applyChain(plan: ChainPlan): void {
+    const c = this.#changes;
+    while (this.height > plan.fork) {
+      c.reorgDepth++;
+      c.newTip = true;
+      for (const sh of this.#undoTip()) c.touched.add(sh);
+    }
+    for (const block of plan.blocks) {
+      c.newTip = true;
+      for (const sh of this.#applyBlock(block.header, block.hash, block.txs)) c.touched.add(sh);
+    }
   }
 
   #applyBlock(header: Buffer, hash: string, txs: ParsedTx[]): Set<string> {
     const height = this.headers.length;
     const undo: BlockUndo = { shs: [], created: [], spent: [] };
     const touched = new Set<string>();
-    for (const tx of txs) {
+    txs.forEach((tx, pos) => {
       const txShs = new Set<string>();
       if (!tx.isCoinbase) {
         for (const input of tx.inputs) {
@@ -202,7 +314,7 @@ export class ChainIndex {
         txShs.add(sh);
         if (isUnspendable(o.script)) return;
         const k = key(tx.txid, vout);
-        this.#outputs.set(k, { sh, value: o.value, height });
+        this.#outputs.set(k, { sh, value: o.value, height, pos });
         const set = getOrInit(this.#utxosBySh, sh, () => new Set());
         set.add(k);
         undo.created.push(k);
@@ -213,7 +325,7 @@ export class ChainIndex {
         undo.shs.push(sh);
         touched.add(sh);
       }
-    }
+    });
     this.headers.push(header);
     this.hashes.push(hash);
     this.blockTxids.push(txs.map((t) => t.txid));
@@ -249,36 +361,18 @@ export class ChainIndex {
     return touched;
   }
 
-  async #syncMempool(rebuild: boolean): Promise<Set<string>> {
-    const touched = new Set<string>();
-    const ids = new Set(await this.#rpc.call<string[]>('getrawmempool'));
-    const keep: MempoolTx[] = [];
-    for (const m of this.#mempool.values()) {
-      if (ids.has(m.txid)) keep.push(m);
-      else for (const sh of m.shs) touched.add(sh);
-    }
-    const missing = [...ids].filter((id) => !this.#mempool.has(id));
-    const fetched: Array<{ txid: string; raw: Buffer }> = [];
-    for (let i = 0; i < missing.length; i += 100) {
-      const chunk = missing.slice(i, i + 100);
-      const raws = await this.#rpc.batch(
-        chunk.map((id) => ({ method: 'getrawtransaction', params: [id, false] })),
-      );
-      raws.forEach((hex, j) => {
-        if (typeof hex === 'string') fetched.push({ txid: chunk[j]!, raw: Buffer.from(hex, 'hex') });
-      });
-    }
-    if (!rebuild && fetched.length === 0 && keep.length === this.#mempool.size) return touched;
-    // Rebuild the mempool view from the kept and new transactions, parents before children; cheap at
-    // devnet sizes and it keeps fees, heights (0/-1) and spent flags consistent after blocks and evictions.
+  /**
+   * Rebuilds the mempool view from exactly `ids` (parents before children), when it differs from the
+   * current one or the chain changed (fees, heights 0/-1 and spent flags depend on the UTXO set).
+   */
+  #applyMempool(ids: string[], fetched: Map<string, FetchedTx>, rebuild: boolean): void {
+    const touched = this.#changes.touched;
+    const same = ids.length === this.#mempool.size && ids.every((id) => this.#mempool.has(id));
+    if (!rebuild && same) return;
     const pending = new Map<string, { txid: string; raw: Buffer; tx: ParsedTx }>();
-    for (const m of keep) pending.set(m.txid, { txid: m.txid, raw: m.raw, tx: m.tx });
-    for (const f of fetched) {
-      try {
-        pending.set(f.txid, { ...f, tx: parseTx(f.raw) });
-      } catch {
-        // bitcoind never serves an unparsable transaction; skip rather than poison the index
-      }
+    for (const id of ids) {
+      const m = this.#mempool.get(id) ?? fetched.get(id);
+      if (m) pending.set(id, { txid: id, raw: m.raw, tx: m.tx });
     }
     for (const m of this.#mempool.values()) for (const sh of m.shs) touched.add(sh);
     this.#mempool.clear();
@@ -297,7 +391,6 @@ export class ChainIndex {
       }
     }
     for (const p of pending.values()) this.#addMempoolTx(p.txid, p.raw, p.tx, touched); // cycles cannot exist; defensive
-    return touched;
   }
 
   #addMempoolTx(txid: string, raw: Buffer, tx: ParsedTx, touched: Set<string>): void {
@@ -327,7 +420,7 @@ export class ChainIndex {
       const sh = scriptHash(o.script);
       shs.add(sh);
       if (!isUnspendable(o.script))
-        this.#mempoolOutputs.set(key(txid, vout), { sh, value: o.value, height: 0 });
+        this.#mempoolOutputs.set(key(txid, vout), { sh, value: o.value, height: 0, pos: 0 });
     });
     const m: MempoolTx = {
       txid,
@@ -379,25 +472,31 @@ export class ChainIndex {
     return { confirmed, unconfirmed };
   }
 
-  /** Unspent outputs of a scripthash as the mempool sees them (confirmed ones spent in mempool are gone). */
+  /**
+   * Unspent outputs of a scripthash as the mempool sees them (confirmed ones spent in mempool are gone):
+   * confirmed ones in blockchain order (height, position in the block, output index), then mempool
+   * ones at height 0 in the order of {@link mempoolEntries}, by output index.
+   */
   listUnspent(sh: string): Array<{ tx_hash: string; tx_pos: number; height: number; value: bigint }> {
-    const out: Array<{ tx_hash: string; tx_pos: number; height: number; value: bigint }> = [];
+    const confirmed: Array<{ tx_hash: string; tx_pos: number; height: number; value: bigint; pos: number }> =
+      [];
     for (const k of this.#utxosBySh.get(sh) ?? []) {
       if (this.#mempoolSpent.has(k)) continue;
       const o = this.#outputs.get(k)!;
       const [txid, vout] = k.split(':') as [string, string];
-      out.push({ tx_hash: txid, tx_pos: Number(vout), height: o.height, value: o.value });
+      confirmed.push({ tx_hash: txid, tx_pos: Number(vout), height: o.height, value: o.value, pos: o.pos });
     }
-    for (const id of this.#mempoolBySh.get(sh) ?? []) {
-      const m = this.#mempool.get(id)!;
-      m.tx.outputs.forEach((o, vout) => {
-        const k = key(id, vout);
+    confirmed.sort((a, b) => a.height - b.height || a.pos - b.pos || a.tx_pos - b.tx_pos);
+    const out = confirmed.map(({ pos: _, ...u }) => u);
+    for (const e of this.mempoolEntries(sh)) {
+      this.#mempool.get(e.tx_hash)!.tx.outputs.forEach((o, vout) => {
+        const k = key(e.tx_hash, vout);
         if (this.#mempoolOutputs.get(k)?.sh === sh && !this.#mempoolSpent.has(k)) {
-          out.push({ tx_hash: id, tx_pos: vout, height: 0, value: o.value });
+          out.push({ tx_hash: e.tx_hash, tx_pos: vout, height: 0, value: o.value });
         }
       });
     }
-    return out.sort((a, b) => (a.height || Infinity) - (b.height || Infinity) || a.tx_pos - b.tx_pos);
+    return out;
   }
 
   /** Block height of a confirmed transaction, if we know it from the block at `height`. */

@@ -68,15 +68,22 @@ afterAll(async () => {
 });
 
 describe('server.*', () => {
-  it('negotiates 1.4 and 1.6 and refuses versions it does not implement', async () => {
-    const c = await ElectrumClient.connect(devnet.info.electrum);
-    clients.push(c);
-    const [software, v] = await c.request<[string, string]>('server.version', ['x', ['1.4', '1.6']]);
-    expect(software).toMatch(/^rgbx-electrum /);
-    expect(v).toBe('1.6');
-    expect((await c.request<[string, string]>('server.version', ['x', '1.4']))[1]).toBe('1.4');
-    expect((await c.request<[string, string]>('server.version', ['x', ['1.2', '1.5']]))[1]).toBe('1.4');
-    await expect(c.request('server.version', ['x', '1.2'])).rejects.toThrow(/unsupported protocol version/);
+  it('negotiates the highest common version of 1.4 and 1.6 on each connection', async () => {
+    const cases: Array<[unknown, string]> = [
+      [['1.4', '1.6'], '1.6'],
+      ['1.4', '1.4'],
+      [['1.2', '1.5'], '1.4'],
+      [['1.4', '1.7'], '1.6'],
+      [undefined, '1.4'],
+    ];
+    for (const [requested, expected] of cases) {
+      const c = await ElectrumClient.connect(devnet.info.electrum);
+      clients.push(c);
+      const params = requested === undefined ? ['x'] : ['x', requested];
+      const [software, v] = await c.request<[string, string]>('server.version', params);
+      expect(software).toMatch(/^rgbx-electrum /);
+      expect({ requested, v }).toEqual({ requested, v: expected });
+    }
   });
 
   it('answers features, banner, ping, peers and donation address', async () => {
@@ -89,6 +96,9 @@ describe('server.*', () => {
       hash_function: 'sha256',
       pruning: null,
     });
+    // hosts: the address this server listens on.
+    const u = new URL(devnet.info.electrum);
+    expect(features.hosts).toEqual({ [u.hostname]: { tcp_port: Number(u.port), ssl_port: null } });
     expect(typeof (await c.request('server.banner'))).toBe('string');
     expect(await c.request('server.ping')).toBeNull();
     expect(await c.request('server.peers.subscribe')).toEqual([]);
@@ -548,5 +558,250 @@ describe('robustness', () => {
     );
     expect(results).toHaveLength(600);
     expect(new Set(results).size).toBe(10);
+  });
+});
+
+/** A wallet-signed transaction spending `inputs` to `outputs` (amounts in satoshis); not broadcast. */
+async function signedTx(
+  inputs: Array<{ txid: string; vout: number; sats: number; scriptPubKey: string }>,
+  outputs: Array<{ address: string; sats: number }>,
+): Promise<{ hex: string; txid: string }> {
+  const btc = (sats: number) => (sats / 1e8).toFixed(8);
+  const raw = await devnet.wallet.call<string>('createrawtransaction', [
+    inputs.map((i) => ({ txid: i.txid, vout: i.vout })),
+    outputs.map((o) => ({ [o.address]: btc(o.sats) })),
+  ]);
+  const signed = await devnet.wallet.call<{ hex: string; complete: boolean }>(
+    'signrawtransactionwithwallet',
+    [
+      raw,
+      inputs.map((i) => ({ txid: i.txid, vout: i.vout, scriptPubKey: i.scriptPubKey, amount: btc(i.sats) })),
+    ],
+  );
+  expect(signed.complete).toBe(true);
+  const { txid } = await devnet.rpc<{ txid: string }>('decoderawtransaction', [signed.hex]);
+  return { hex: signed.hex, txid };
+}
+
+const newAddress = () => devnet.wallet.call<string>('getnewaddress');
+const spkOf = async (address: string) =>
+  (await devnet.wallet.call<{ scriptPubKey: string }>('getaddressinfo', [address])).scriptPubKey;
+
+/** `n` fresh confirmed coins of 1 BTC each (one sendmany, one block), for transactions built by hand. */
+async function takeCoins(
+  n: number,
+): Promise<Array<{ txid: string; vout: number; sats: number; scriptPubKey: string }>> {
+  const addrs = await Promise.all(Array.from({ length: n }, () => newAddress()));
+  const txid = await devnet.wallet.call<string>('sendmany', [
+    '',
+    Object.fromEntries(addrs.map((a) => [a, '1'])),
+  ]);
+  await devnet.mine(1);
+  const tx = await devnet.rpc<{
+    vout: Array<{ n: number; scriptPubKey: { address?: string; hex: string } }>;
+  }>('getrawtransaction', [txid, true]);
+  return addrs.map((a) => {
+    const o = tx.vout.find((v) => v.scriptPubKey.address === a)!;
+    return { txid, vout: o.n, sats: 100_000_000, scriptPubKey: o.scriptPubKey.hex };
+  });
+}
+
+describe('protocol rules', () => {
+  it('closes the connection after a failed version negotiation (error 1)', async () => {
+    for (const requested of ['1.2', ['1.0', '1.3'], '2.0', { v: 1 }, 'x']) {
+      const c = await ElectrumClient.connect(devnet.info.electrum);
+      clients.push(c);
+      const e = (await c.request('server.version', ['x', requested]).catch((x) => x)) as ElectrumReplyError;
+      expect(e).toBeInstanceOf(ElectrumReplyError);
+      expect(e.code).toBe(1);
+      expect(e.message).toMatch(/unsupported protocol version/);
+      const deadline = Date.now() + 5_000;
+      while (!c.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect({ requested, closed: c.closed }).toEqual({ requested, closed: true });
+    }
+  });
+
+  it('accepts only the first server.version of a connection; the negotiated version stays', async () => {
+    const c = await ElectrumClient.connect(devnet.info.electrum);
+    clients.push(c);
+    expect((await c.request<[string, string]>('server.version', ['x', '1.4']))[1]).toBe('1.4');
+    const again = (await c
+      .request('server.version', ['x', ['1.4', '1.6']])
+      .catch((x) => x)) as ElectrumReplyError;
+    expect(again).toBeInstanceOf(ElectrumReplyError);
+    expect({ code: again.code, message: again.message }).toEqual({
+      code: 1,
+      message: 'server.version already sent',
+    });
+    // Still 1.4: block.headers answers the concatenated-hex form, and the connection stays open.
+    const r = await c.request<Record<string, unknown>>('blockchain.block.headers', [0, 2]);
+    expect(r).toHaveProperty('hex');
+    expect(r).not.toHaveProperty('headers');
+    expect(c.closed).toBe(false);
+  });
+
+  it('ignores extraneous server.version arguments (1.6), positional or named', async () => {
+    const a = await ElectrumClient.connect(devnet.info.electrum);
+    clients.push(a);
+    expect(
+      (
+        await a.request<[string, string]>('server.version', [
+          'electrum/4.6.2',
+          ['1.4', '1.6'],
+          'trailing',
+          9999.9,
+          {},
+        ])
+      )[1],
+    ).toBe('1.6');
+    const b = await ElectrumClient.connect(devnet.info.electrum);
+    clients.push(b);
+    b.writeRaw(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'server.version', params: { client_name: 'n', protocol_version: ['1.4', '1.6'], dd: {} } })}\n`,
+    );
+    const [line] = await b.waitLines(1);
+    expect(JSON.parse(line!)).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      result: [expect.stringMatching(/^rgbx-electrum /), '1.6'],
+    });
+  });
+
+  it('accepts params by name (the protocol names) and refuses unknown names', async () => {
+    const c = await client();
+    const tip = await tipOf(c);
+    const hash = await devnet.rpc<string>('getblockhash', [tip]);
+    const block = await devnet.rpc<{ tx: string[] }>('getblock', [hash, 1]);
+    const sh = await scripthashOf(await newAddress());
+    const send = async (method: string, params: unknown) => {
+      const before = c.lines.length;
+      c.writeRaw(`${JSON.stringify({ jsonrpc: '2.0', id: 77, method, params })}\n`);
+      return JSON.parse((await c.waitLines(before + 1))[before]!);
+    };
+    expect((await send('blockchain.block.header', { height: tip })).result).toBe(
+      await devnet.rpc('getblockheader', [hash, false]),
+    );
+    expect((await send('blockchain.block.headers', { start_height: tip, count: 1 })).result.count).toBe(1);
+    expect((await send('blockchain.scripthash.get_balance', { scripthash: sh })).result).toEqual({
+      confirmed: 0,
+      unconfirmed: 0,
+    });
+    expect((await send('blockchain.transaction.get', { tx_hash: block.tx[0], verbose: false })).result).toBe(
+      await devnet.rpc('getrawtransaction', [block.tx[0], false]),
+    );
+    expect((await send('blockchain.transaction.id_from_pos', { height: tip, tx_pos: 0 })).result).toBe(
+      block.tx[0],
+    );
+    expect(
+      (await send('blockchain.transaction.get_merkle', { tx_hash: block.tx[0], height: tip })).result.pos,
+    ).toBe(0);
+    expect((await send('blockchain.estimatefee', { number: 2 })).result).toBe(0.00001);
+    const unknown = await send('blockchain.scripthash.get_balance', { scripthash: sh, extra: 1 });
+    expect(unknown.error.code).toBe(-32602);
+    expect(unknown.error.message).toMatch(/unknown parameter "extra"; its parameters are scripthash/);
+    const missing = await send('blockchain.scripthash.get_balance', {});
+    expect(missing.error.code).toBe(-32602);
+    expect(missing.error.message).toMatch(/expected scripthash as 64 hex characters/);
+  });
+
+  it('lists unspent outputs in blockchain order: by block, then by position in the block', async () => {
+    const c = await client();
+    const target = await newAddress();
+    const sh = await scripthashOf(target);
+    const [coin] = await takeCoins(1);
+    const changeAddr = await newAddress();
+    const change = coin!.sats - 30_000_000 - 10_000;
+    // A pays the target at output 1; B, A's child (so after A in the block), pays it at output 0.
+    const a = await signedTx(
+      [coin!],
+      [
+        { address: changeAddr, sats: change },
+        { address: target, sats: 30_000_000 },
+      ],
+    );
+    const b = await signedTx(
+      [{ txid: a.txid, vout: 0, sats: change, scriptPubKey: await spkOf(changeAddr) }],
+      [
+        { address: target, sats: 20_000_000 },
+        { address: changeAddr, sats: change - 20_000_000 - 10_000 },
+      ],
+    );
+    await devnet.rpc('sendrawtransaction', [a.hex]);
+    await devnet.rpc('sendrawtransaction', [b.hex]);
+    const [hash] = await devnet.mine(1);
+    const height = await devnet.rpc<number>('getblockcount');
+    await waitTip(c, height);
+    const order = (await devnet.rpc<{ tx: string[] }>('getblock', [hash, 1])).tx;
+    expect(order.indexOf(a.txid)).toBeLessThan(order.indexOf(b.txid));
+    expect(await c.request('blockchain.scripthash.listunspent', [sh])).toEqual([
+      { tx_hash: a.txid, tx_pos: 1, height, value: 30_000_000 },
+      { tx_hash: b.txid, tx_pos: 0, height, value: 20_000_000 },
+    ]);
+  });
+
+  it('broadcasts a package through submitpackage (1.6): success, per-tx errors, malformed packages', async () => {
+    const c = await client();
+    const [c1, c2, c3] = await takeCoins(3);
+    const parentAddr = await newAddress();
+    const childAddr = await newAddress();
+    const shChild = await scripthashOf(childAddr);
+    const parent = await signedTx([c1!], [{ address: parentAddr, sats: c1!.sats - 20_000 }]);
+    const child = await signedTx(
+      [{ txid: parent.txid, vout: 0, sats: c1!.sats - 20_000, scriptPubKey: await spkOf(parentAddr) }],
+      [{ address: childAddr, sats: c1!.sats - 40_000 }],
+    );
+    expect(await c.request('blockchain.transaction.broadcast_package', [[parent.hex, child.hex]])).toEqual({
+      success: true,
+    });
+    const mempool = await devnet.rpc<string[]>('getrawmempool');
+    expect(mempool).toEqual(expect.arrayContaining([parent.txid, child.txid]));
+    // Visible at once (the mempool view syncs before the next index answer).
+    expect(await c.request('blockchain.scripthash.get_mempool', [shChild])).toEqual([
+      { tx_hash: child.txid, height: -1, fee: 20_000 },
+    ]);
+
+    // A child that double-spends a coin already spent in the mempool with a higher fee: rejected per tx.
+    const spender = await signedTx([c2!], [{ address: await newAddress(), sats: c2!.sats - 1_000_000 }]);
+    await devnet.rpc('sendrawtransaction', [spender.hex]);
+    const p2Addr = await newAddress();
+    const p2 = await signedTx([c3!], [{ address: p2Addr, sats: c3!.sats - 20_000 }]);
+    const badChild = await signedTx(
+      [{ txid: p2.txid, vout: 0, sats: c3!.sats - 20_000, scriptPubKey: await spkOf(p2Addr) }, c2!],
+      [{ address: await newAddress(), sats: c3!.sats - 20_000 + c2!.sats - 20_000 }],
+    );
+    const verbose = await c.request<Record<string, unknown>>('blockchain.transaction.broadcast_package', [
+      [p2.hex, badChild.hex],
+      true,
+    ]);
+    expect(verbose).toHaveProperty('package_msg');
+    expect(verbose).toHaveProperty('tx-results');
+    const failed = await c.request<{ success: boolean; errors?: Array<{ txid: string; error: string }> }>(
+      'blockchain.transaction.broadcast_package',
+      [[p2.hex, badChild.hex]],
+    );
+    expect(failed.success).toBe(false);
+    expect(failed.errors).toEqual([
+      { txid: badChild.txid, error: expect.stringMatching(/fee|replace|conflict/i) },
+    ]);
+
+    // Not a package bitcoind accepts at all: its RPC error, passed through like broadcast's.
+    const direct = (await devnet
+      .rpc('submitpackage', [[child.hex, parent.hex, child.hex]])
+      .catch((x) => x)) as { code: number; message: string };
+    const viaElectrum = (await c
+      .request('blockchain.transaction.broadcast_package', [[child.hex, parent.hex, child.hex]])
+      .catch((x) => x)) as ElectrumReplyError;
+    expect(viaElectrum).toBeInstanceOf(ElectrumReplyError);
+    expect({ code: viaElectrum.code, message: viaElectrum.message }).toEqual({
+      code: direct.code,
+      message: direct.message,
+    });
+    await expect(c.request('blockchain.transaction.broadcast_package', [[]])).rejects.toThrow(
+      /non-empty array/,
+    );
+    await expect(c.request('blockchain.transaction.broadcast_package', ['00'])).rejects.toThrow(
+      /non-empty array/,
+    );
+    await devnet.mine(1);
   });
 });

@@ -17,9 +17,12 @@ export const ErrorCode = {
 export class ElectrumError extends Error {
   override readonly name = 'ElectrumError';
   readonly code: number;
-  constructor(code: number, message: string) {
+  /** The connection is closed once this error is sent (a failed `server.version` negotiation). */
+  readonly closeConnection: boolean;
+  constructor(code: number, message: string, opts: { closeConnection?: boolean } = {}) {
     super(message);
     this.code = code;
+    this.closeConnection = opts.closeConnection ?? false;
   }
 }
 

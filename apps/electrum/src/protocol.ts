@@ -37,6 +37,8 @@ export interface ProtocolContext {
   /** BTC/kvB decimal answered by `estimatefee` when bitcoind has no estimate; null answers -1. */
   feeFallback: string | null;
   protocolMax: ProtocolVersion;
+  /** `server.features` hosts: the listening address (filled once the server listens). */
+  hosts: Record<string, { tcp_port: number; ssl_port: null }>;
   /** Called after a broadcast so the mempool view (and notifications) catch up at once. */
   onBroadcast: () => void;
 }
@@ -70,21 +72,25 @@ export function negotiateVersion(requested: unknown, protocolMax: ProtocolVersio
   ) {
     [min, max] = requested as [string, string];
   } else if (requested === undefined || requested === null) min = max = '1.4';
-  else throw badParams('server.version', 'a protocol version string or [min, max]', requested);
+  else throw noCommonVersion(requested);
   if (!/^\d+(\.\d+){0,2}$/.test(min) || !/^\d+(\.\d+){0,2}$/.test(max)) {
-    throw badParams('server.version', 'versions like "1.4"', requested);
+    throw noCommonVersion(requested);
   }
   const candidates = SUPPORTED_VERSIONS.filter(
     (v) => cmpVersion(v, protocolMax) <= 0 && cmpVersion(v, max) <= 0 && cmpVersion(v, min) >= 0,
   );
   const best = candidates[candidates.length - 1];
-  if (!best) {
-    throw new ElectrumError(
-      ErrorCode.BAD_REQUEST,
-      `unsupported protocol version: ${JSON.stringify(requested)}`,
-    );
-  }
+  if (!best) throw noCommonVersion(requested);
   return best;
+}
+
+/** No version in common (or none readable): error 1, and the connection is closed after it. */
+function noCommonVersion(requested: unknown): ElectrumError {
+  return new ElectrumError(
+    ErrorCode.BAD_REQUEST,
+    `unsupported protocol version: ${JSON.stringify(requested)} (this server speaks ${SUPPORTED_VERSIONS.join(', ')})`,
+    { closeConnection: true },
+  );
 }
 
 /** Electrum status: sha256 over "tx_hash:height:" of every history entry, hex; null without history. */
@@ -162,10 +168,65 @@ export const INDEX_METHODS = new Set([
   'mempool.get_fee_histogram',
 ]);
 
+/**
+ * Parameter names of every method (the protocol's names), for requests that pass params by name
+ * (JSON-RPC 2.0 named parameters, as ElectrumX accepts them).
+ */
+export const PARAM_NAMES: Record<string, readonly string[]> = {
+  'server.version': ['client_name', 'protocol_version'],
+  'server.banner': [],
+  'server.donation_address': [],
+  'server.ping': [],
+  'server.peers.subscribe': [],
+  'server.add_peer': ['features'],
+  'server.features': [],
+  'blockchain.block.header': ['height', 'cp_height'],
+  'blockchain.block.headers': ['start_height', 'count', 'cp_height'],
+  'blockchain.headers.subscribe': [],
+  'blockchain.headers.unsubscribe': [],
+  'blockchain.scripthash.get_history': ['scripthash'],
+  'blockchain.scripthash.get_mempool': ['scripthash'],
+  'blockchain.scripthash.get_balance': ['scripthash'],
+  'blockchain.scripthash.listunspent': ['scripthash'],
+  'blockchain.scripthash.subscribe': ['scripthash'],
+  'blockchain.scripthash.unsubscribe': ['scripthash'],
+  'blockchain.transaction.get': ['tx_hash', 'verbose'],
+  'blockchain.transaction.get_merkle': ['tx_hash', 'height'],
+  'blockchain.transaction.id_from_pos': ['height', 'tx_pos', 'merkle'],
+  'blockchain.transaction.broadcast': ['raw_tx'],
+  'blockchain.transaction.broadcast_package': ['raw_txs', 'verbose'],
+  'blockchain.estimatefee': ['number', 'mode'],
+  'blockchain.relayfee': [],
+  'mempool.get_fee_histogram': [],
+  'mempool.get_info': [],
+};
+
+/**
+ * Named params → positional ones. Unknown names are an error (-32602), except for `server.version`,
+ * whose extraneous arguments must be ignored (protocol 1.6).
+ */
+export function positionalParams(method: string, named: Record<string, unknown>): unknown[] {
+  const names = PARAM_NAMES[method] ?? [];
+  const unknown = Object.keys(named).filter((k) => !names.includes(k));
+  if (unknown.length > 0 && method !== 'server.version') {
+    throw new ElectrumError(
+      ErrorCode.INVALID_PARAMS,
+      `${method}: unknown parameter${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}; its parameters are ${names.length > 0 ? names.join(', ') : 'none'}`,
+    );
+  }
+  const out = names.map((n) => (Object.hasOwn(named, n) ? named[n] : undefined));
+  while (out.length > 0 && out[out.length - 1] === undefined) out.pop();
+  return out;
+}
+
 export const handlers: Record<string, Handler> = {
   'server.version'(ctx, session, [_client, requested]) {
-    session.version = negotiateVersion(requested, ctx.protocolMax);
+    // Only the first server.version of a connection counts (extra arguments are ignored, 1.6).
+    if (session.versionNegotiated) {
+      throw new ElectrumError(ErrorCode.BAD_REQUEST, 'server.version already sent');
+    }
     session.versionNegotiated = true;
+    session.version = negotiateVersion(requested, ctx.protocolMax);
     return [ctx.software, session.version];
   },
   'server.banner': (ctx) => ctx.banner,
@@ -176,7 +237,7 @@ export const handlers: Record<string, Handler> = {
   'server.features'(ctx) {
     return {
       genesis_hash: ctx.index.hashes[0] ?? null,
-      hosts: {},
+      hosts: ctx.hosts,
       protocol_min: SUPPORTED_VERSIONS[0],
       protocol_max: ctx.protocolMax,
       pruning: null,
@@ -292,6 +353,28 @@ export const handlers: Record<string, Handler> = {
     const txid = await ctx.rpc.call<string>('sendrawtransaction', [raw]).catch(passThrough);
     ctx.onBroadcast();
     return txid;
+  },
+  async 'blockchain.transaction.broadcast_package'(ctx, _s, [rawTxs, verbose]) {
+    const m = 'blockchain.transaction.broadcast_package';
+    if (
+      !Array.isArray(rawTxs) ||
+      rawTxs.length === 0 ||
+      !rawTxs.every((r) => typeof r === 'string' && HEX.test(r))
+    ) {
+      throw badParams(m, 'raw_txs as a non-empty array of raw transaction hex strings', rawTxs);
+    }
+    const v = bool(m, verbose, 'verbose', false);
+    // A malformed package (topology, decoding) is a bitcoind RPC error, passed through like broadcast's.
+    const result = (await ctx.rpc.callLossless('submitpackage', [rawTxs]).catch(passThrough)) as {
+      package_msg?: unknown;
+      'tx-results'?: Record<string, { txid?: unknown; error?: unknown }>;
+    };
+    ctx.onBroadcast();
+    if (v) return new RawJson(losslessToJson(result));
+    const errors = Object.values(result['tx-results'] ?? {})
+      .filter((t) => typeof t.error === 'string' && t.error !== '')
+      .map((t) => ({ txid: t.txid, error: t.error }));
+    return { success: result.package_msg === 'success', ...(errors.length > 0 ? { errors } : {}) };
   },
 
   async 'blockchain.estimatefee'(ctx, _s, [blocks, mode]) {

@@ -7,6 +7,7 @@ import {
   INDEX_METHODS,
   type ProtocolContext,
   type ProtocolVersion,
+  positionalParams,
   RawJson,
   type SessionState,
   statusHash,
@@ -52,6 +53,8 @@ interface Session extends SessionState {
   /** Requests read but not yet answered; reading pauses above MAX_QUEUED. */
   queued: number;
   closing: boolean;
+  /** Set by a reply after which the connection is closed (failed version negotiation). */
+  closeAfterReply: boolean;
 }
 
 const MAX_QUEUED = 1000;
@@ -73,11 +76,10 @@ export class ElectrumServer {
   readonly #sessions = new Set<Session>();
   #server: Server | null = null;
   #timer: NodeJS.Timeout | null = null;
-  #lastSyncStart = 0;
   /** Start time of the newest sync known to have completed: state is at least that fresh. */
   #freshAsOf = -1;
-  #pendingTouched: Set<string> | null = null;
-  #notifiedTip: string | undefined;
+  /** Why the latest sync failed; null once one succeeds. Index answers are refused meanwhile. */
+  #syncError: string | null = null;
   #closing = false;
 
   constructor(opts: ElectrumServerOptions) {
@@ -102,6 +104,7 @@ export class ElectrumServer {
       banner: this.#opts.banner,
       feeFallback: this.#opts.feeFallback,
       protocolMax: this.#opts.protocolMax,
+      hosts: {},
       onBroadcast: () => void this.#syncAndNotify(),
     };
   }
@@ -121,6 +124,7 @@ export class ElectrumServer {
     });
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : this.#opts.port;
+    this.#ctx.hosts = { [this.#opts.host]: { tcp_port: port, ssl_port: null } };
     this.#schedulePoll();
     return { host: this.#opts.host, port, indexMs, height: this.index.height };
   }
@@ -144,18 +148,22 @@ export class ElectrumServer {
     this.#timer.unref();
   }
 
-  async #syncAndNotify(throwOnError = false): Promise<void> {
+  /** Syncs the index and sends the notifications it calls for; false (and the reason kept) if it failed. */
+  async #syncAndNotify(throwOnError = false): Promise<boolean> {
     const started = performance.now();
-    this.#lastSyncStart = started;
     let result: Awaited<ReturnType<ChainIndex['sync']>>;
     try {
       // index.sync() coalesces, but always includes a pass that began after this call.
       result = await this.index.sync();
       this.#freshAsOf = Math.max(this.#freshAsOf, started);
+      if (this.#syncError !== null) this.#log.info({ height: this.index.height }, 'index sync recovered');
+      this.#syncError = null;
     } catch (err) {
       if (throwOnError) throw err;
-      this.#log.warn({ err: (err as Error).message }, 'index sync failed; will retry');
-      return;
+      const message = (err as Error).message;
+      if (this.#syncError === null) this.#log.warn({ err: message }, 'index sync failed; will retry');
+      this.#syncError = message;
+      return false;
     }
     if (result.reorgDepth > 0)
       this.#log.info({ depth: result.reorgDepth, height: this.index.height }, 'reorg');
@@ -168,7 +176,7 @@ export class ElectrumServer {
         if (s.headersSubscribed) this.#notify(s, 'blockchain.headers.subscribe', [header]);
       }
     }
-    if (result.touched.size === 0) return;
+    if (result.touched.size === 0) return true;
     const statuses = new Map<string, string | null>();
     for (const s of this.#sessions) {
       for (const [sh, last] of s.scripthashes) {
@@ -184,17 +192,27 @@ export class ElectrumServer {
         }
       }
     }
+    return true;
   }
 
   /**
    * Read-after-write: the answer must reflect bitcoind as of the request's arrival. A sync that began
-   * after the arrival and has completed proves it, so pipelined requests share one sync.
+   * after the arrival and has completed proves it, so pipelined requests share one sync. With a
+   * freshness window, a snapshot begun at most `freshnessMs` ago is enough. Never a stale answer:
+   * while the latest sync failed (bitcoind unreachable), or if the sync this request needs fails, the
+   * request is refused with error 2.
    */
   async #ensureFresh(arrivedAt: number): Promise<void> {
-    if (this.#freshAsOf >= arrivedAt) return;
-    if (this.#opts.freshnessMs > 0 && performance.now() - this.#lastSyncStart <= this.#opts.freshnessMs)
-      return;
-    await this.#syncAndNotify();
+    if (this.index.consistent && this.#syncError === null) {
+      if (this.#freshAsOf >= arrivedAt) return;
+      if (this.#opts.freshnessMs > 0 && performance.now() - this.#freshAsOf <= this.#opts.freshnessMs) return;
+    }
+    if (!(await this.#syncAndNotify())) {
+      throw new ElectrumError(
+        ErrorCode.DAEMON_ERROR,
+        `bitcoind unreachable, index not synced: ${this.#syncError}`,
+      );
+    }
   }
 
   #accept(socket: Socket): void {
@@ -204,6 +222,7 @@ export class ElectrumServer {
       queue: Promise.resolve(),
       queued: 0,
       closing: false,
+      closeAfterReply: false,
       version: '1.4',
       versionNegotiated: false,
       headersSubscribed: false,
@@ -293,10 +312,14 @@ export class ElectrumServer {
           if (r !== null) parts.push(r);
         }
         if (parts.length > 0) this.#writeLine(session, `[${parts.join(',')}]`);
-        return;
+      } else {
+        const r = await this.#handle(session, msg, arrivedAt);
+        if (r !== null) this.#writeLine(session, r);
       }
-      const r = await this.#handle(session, msg, arrivedAt);
-      if (r !== null) this.#writeLine(session, r);
+      if (session.closeAfterReply) {
+        session.closing = true;
+        session.socket.end();
+      }
     }
   }
 
@@ -314,19 +337,25 @@ export class ElectrumServer {
     }
     const method = req.method;
     const handler = Object.hasOwn(handlers, method) ? handlers[method] : undefined;
-    let params: unknown[];
-    if (req.params === undefined || req.params === null) params = [];
-    else if (Array.isArray(req.params)) params = req.params;
-    else return hasId ? fail(ErrorCode.INVALID_PARAMS, `${method}: params must be an array`) : null;
     if (!handler) return hasId ? fail(ErrorCode.METHOD_NOT_FOUND, `unknown method "${method}"`) : null;
     try {
+      let params: unknown[];
+      if (req.params === undefined || req.params === null) params = [];
+      else if (Array.isArray(req.params)) params = req.params;
+      else if (typeof req.params === 'object')
+        params = positionalParams(method, req.params as Record<string, unknown>);
+      else
+        throw new ElectrumError(ErrorCode.INVALID_PARAMS, `${method}: params must be an array or an object`);
       if (INDEX_METHODS.has(method)) await this.#ensureFresh(arrivedAt);
       const result = await handler(this.#ctx, session, params);
       if (!hasId) return null;
       const json = result instanceof RawJson ? result.text : JSON.stringify(result ?? null);
       return reply(`"result":${json}`);
     } catch (err) {
-      if (err instanceof ElectrumError) return hasId ? fail(err.code, err.message) : null;
+      if (err instanceof ElectrumError) {
+        if (err.closeConnection) session.closeAfterReply = true;
+        return hasId ? fail(err.code, err.message) : null;
+      }
       this.#log.error({ err: (err as Error).message, method }, 'request failed');
       return hasId ? fail(ErrorCode.INTERNAL, `internal error in ${method}`) : null;
     }

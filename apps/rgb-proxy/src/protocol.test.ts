@@ -7,7 +7,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, type ProxyProcess, postJson, startProxy, upload } from './test-util.ts';
+import { call, type ProxyProcess, postJson, startProxy, upload, uploadFields } from './test-util.ts';
 
 let proxy: ProxyProcess;
 let url: string;
@@ -336,6 +336,227 @@ describe('consignments', () => {
     expect(stored.json.result.consignment).toBe(files[winners[0]!]!.toString('base64'));
     expect(readdirSync(join(proxy.dataDir, 'tmp'))).toEqual([]);
   });
+});
+
+describe("the reference's multipart form: params[...] fields", () => {
+  const form = (method: string, id: string, params: Array<[string, string]>): Array<[string, string]> => [
+    ['jsonrpc', '2.0'],
+    ['id', id],
+    ['method', method],
+    ...params.map(([k, v]): [string, string] => [`params[${k}]`, v]),
+  ];
+
+  it('consignment.post: true, then false for the same file, -101 for another; get returns it with vout', async () => {
+    const r = rid('bracket');
+    const file = randomBytes(2048);
+    const fields = form('consignment.post', '1', [
+      ['recipient_id', r],
+      ['txid', TXID],
+      ['vout', '2'],
+    ]);
+    expect((await uploadFields(url, fields, file)).json).toEqual({ jsonrpc: '2.0', id: '1', result: true });
+    expect((await uploadFields(url, fields, file)).json).toEqual({ jsonrpc: '2.0', id: '1', result: false });
+    expect((await uploadFields(url, fields, randomBytes(10))).json).toEqual({
+      jsonrpc: '2.0',
+      id: '1',
+      error: {
+        code: -101,
+        message: 'Cannot change uploaded file',
+        data: { recipient_id: r, txid: TXID, vout: '2' },
+      },
+    });
+    const get = await call(url, 'consignment.get', { recipient_id: r }, '2');
+    expect(get.json).toEqual({
+      jsonrpc: '2.0',
+      id: '2',
+      result: { consignment: Buffer.from(file).toString('base64'), txid: TXID, vout: 2 },
+    });
+    // ack.post/ack.get work on it as on any consignment
+    expect((await call(url, 'ack.post', { recipient_id: r, ack: true })).json.result).toBe(true);
+  });
+
+  it('media.post with params[attachment_id]; media.get returns it', async () => {
+    const file = randomBytes(777);
+    const id = sha256(file);
+    const fields = form('media.post', '1', [['attachment_id', id]]);
+    expect((await uploadFields(url, fields, file)).json.result).toBe(true);
+    expect((await uploadFields(url, fields, file)).json.result).toBe(false);
+    expect((await call(url, 'media.get', { attachment_id: id })).json.result).toBe(
+      Buffer.from(file).toString('base64'),
+    );
+  });
+
+  it('validates in the same order with the same codes as with JSON params', async () => {
+    const f = bytes('x');
+    expectError(
+      await uploadFields(url, form('consignment.post', '1', [['recipient_id', 'r']])),
+      -303,
+      'Missing file',
+    );
+    expectError(await uploadFields(url, form('consignment.post', '1', [['txid', TXID]]), f), -302);
+    expectError(await uploadFields(url, form('consignment.post', '1', [['recipient_id', '']]), f), -202);
+    expectError(
+      await uploadFields(url, form('consignment.post', '1', [['recipient_id', 'r']]), f),
+      -303,
+      'Missing TXID',
+    );
+    expectError(
+      await uploadFields(
+        url,
+        form('consignment.post', '1', [
+          ['recipient_id', 'r'],
+          ['txid', TXID],
+          ['vout', 'x'],
+        ]),
+        f,
+      ),
+      -204,
+    );
+    // a key sent twice becomes an array, as multer makes it in the reference: not a valid ID
+    expectError(
+      await uploadFields(
+        url,
+        form('consignment.post', '1', [
+          ['recipient_id', 'r'],
+          ['recipient_id', 's'],
+          ['txid', TXID],
+        ]),
+        f,
+      ),
+      -202,
+    );
+    expectError(
+      await uploadFields(url, form('media.post', '1', [['attachment_id', 'a']])),
+      -303,
+      'Missing file',
+    );
+    expectError(await call(url, 'consignment.get', { recipient_id: 'r' }), -400);
+    expect(readdirSync(join(proxy.dataDir, 'tmp'))).toEqual([]);
+  });
+
+  it('reads urlencoded forms as the reference does (express.urlencoded): bracket or JSON-string params', async () => {
+    const r = rid('urlenc');
+    await upload(url, 'consignment.post', { recipient_id: r, txid: TXID }, bytes('u'));
+    const form = (q: Record<string, string>) =>
+      postJson(url, new URLSearchParams(q).toString(), 'application/x-www-form-urlencoded');
+    const get = await form({
+      jsonrpc: '2.0',
+      id: 'u1',
+      method: 'consignment.get',
+      'params[recipient_id]': r,
+    });
+    expect(get.json).toEqual({
+      jsonrpc: '2.0',
+      id: 'u1',
+      result: { consignment: Buffer.from('u').toString('base64'), txid: TXID },
+    });
+    const asJson = await form({
+      jsonrpc: '2.0',
+      id: 'u2',
+      method: 'ack.get',
+      params: JSON.stringify({ recipient_id: r }),
+    });
+    expect(asJson.json).toEqual({ jsonrpc: '2.0', id: 'u2', result: null });
+    // Form values are strings: "true" is not a boolean ACK, there as here.
+    expectError(
+      await form({
+        jsonrpc: '2.0',
+        id: 'u3',
+        method: 'ack.post',
+        'params[recipient_id]': r,
+        'params[ack]': 'true',
+      }),
+      -200,
+    );
+    // No file can travel in such a form.
+    expectError(
+      await form({ jsonrpc: '2.0', id: 'u4', method: 'consignment.post', 'params[recipient_id]': rid() }),
+      -303,
+    );
+    expect((await form({ jsonrpc: '2.0', method: 'server.info' })).status).toBe(204);
+  });
+
+  it('refuses unreadable params with -32602: both forms at once, nested or empty brackets', async () => {
+    const f = bytes('y');
+    const both = await uploadFields(
+      url,
+      [
+        ...form('consignment.post', 'b', [['recipient_id', 'r']]),
+        ['params', JSON.stringify({ recipient_id: 'r', txid: TXID })],
+      ],
+      f,
+    );
+    expect(both.json).toEqual({
+      jsonrpc: '2.0',
+      id: 'b',
+      error: { code: -32602, message: 'Invalid params' },
+    });
+    for (const field of ['params[recipient_id][x]', 'params[]', 'params[a]b']) {
+      const r = await uploadFields(
+        url,
+        [
+          ['jsonrpc', '2.0'],
+          ['id', 'n'],
+          ['method', 'consignment.post'],
+          [field, 'v'],
+        ],
+        f,
+      );
+      expect({ field, reply: r.json }).toEqual({
+        field,
+        reply: { jsonrpc: '2.0', id: 'n', error: { code: -32602, message: 'Invalid params' } },
+      });
+    }
+    expect(readdirSync(join(proxy.dataDir, 'tmp'))).toEqual([]);
+  });
+});
+
+describe('rejected uploads leave no file behind', () => {
+  it('10 concurrent different uploads to one recipient (or attachment): one stored file, no orphan, at once', async () => {
+    const px = await startProxy();
+    try {
+      const u = px.rpcUrl;
+      const files = (sub: string) => readdirSync(join(px.dataDir, sub)).sort();
+      let rejected = 0;
+      const winners: string[] = [];
+      for (let round = 0; round < 3; round++) {
+        const r = rid('orphan');
+        const uploads = Array.from({ length: 10 }, () => randomBytes(1_600_000));
+        const replies = await Promise.all(
+          uploads.map((f) => upload(u, 'consignment.post', { recipient_id: r, txid: TXID }, f)),
+        );
+        const won = replies.flatMap((x, i) => (x.json.result === true ? [i] : []));
+        expect(won).toHaveLength(1);
+        expect(replies.filter((x) => x.json.error?.code === -101)).toHaveLength(9);
+        rejected += 9;
+        winners.push(sha256(uploads[won[0]!]!));
+        // Checked as soon as the replies are in: only the winners' files exist.
+        expect(files('consignments')).toEqual([...winners].sort());
+        expect(files('tmp')).toEqual([]);
+        // A second wave on the now-taken recipient changes nothing either.
+        const late = await Promise.all(
+          Array.from({ length: 10 }, () =>
+            upload(u, 'consignment.post', { recipient_id: r, txid: TXID }, randomBytes(200_000)),
+          ),
+        );
+        expect(late.every((x) => x.json.error?.code === -101)).toBe(true);
+        rejected += 10;
+        expect(files('consignments')).toEqual([...winners].sort());
+      }
+      const aid = 'attachment-race';
+      const media = Array.from({ length: 10 }, () => randomBytes(1_000_000));
+      const mr = await Promise.all(media.map((f) => upload(u, 'media.post', { attachment_id: aid }, f)));
+      const mWon = mr.flatMap((x, i) => (x.json.result === true ? [i] : []));
+      expect(mWon).toHaveLength(1);
+      rejected += 9;
+      expect(files('media')).toEqual([sha256(media[mWon[0]!]!)]);
+      expect(files('tmp')).toEqual([]);
+      console.info(`rgb-proxy: ${rejected} rejected concurrent uploads, 0 orphan files`);
+    } finally {
+      await px.stop();
+      rmSync(px.dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe('media', () => {

@@ -14,6 +14,9 @@ import { E, RpcError, type RpcErrorObject } from './errors.ts';
 
 export type RpcId = string | number | null;
 
+/** A `params` value the transport could not read (answered -32602 once the request itself is valid). */
+export const UNREADABLE_PARAMS: unique symbol = Symbol('unreadable-params');
+
 export interface RpcSuccess {
   jsonrpc: '2.0';
   id: RpcId;
@@ -135,6 +138,7 @@ export class RpcDispatcher<C> {
     const reply = (r: RpcResponse): RpcResponse | null => (hasId ? r : null);
 
     let params = req.params;
+    if (params === UNREADABLE_PARAMS) return reply(failure(id, E.INVALID_PARAMS()));
     if (typeof params === 'string') {
       try {
         params = JSON.parse(params);

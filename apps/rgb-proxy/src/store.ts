@@ -11,6 +11,10 @@
  * fsync'd, and only then is the row inserted. So a row always points at a complete, durable file.
  * A crash can leave a file in tmp/ (removed at the next start) or a file with no row (an orphan,
  * also removed at start), never a row without its file.
+ *
+ * Posts for one key (recipient_id, attachment_id) are serialized in this process: a post that
+ * finds the key taken never moves its file out of tmp/, so a rejected upload leaves nothing behind,
+ * however many race for the key.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
@@ -108,6 +112,10 @@ export class ProxyStore {
   readonly openReport: StoreOpenReport;
   readonly #db: Database.Database;
   readonly #q;
+  /** Tail of the queue of posts per key ("c:" recipient_id, "m:" attachment_id). */
+  readonly #keyQueues = new Map<string, Promise<void>>();
+  /** Content files renamed into place whose row is not written yet, by sha256 (with a count). */
+  readonly #unindexed = new Map<string, number>();
 
   private constructor(dataDir: string) {
     this.dataDir = dataDir;
@@ -147,6 +155,12 @@ export class ProxyStore {
         'SELECT DISTINCT filename FROM consignments',
       ),
       mediaFiles: this.#db.prepare<[], { filename: string }>('SELECT DISTINCT filename FROM media'),
+      consignmentFileUsed: this.#db.prepare<[string], { one: number }>(
+        'SELECT 1 AS one FROM consignments WHERE filename = ? LIMIT 1',
+      ),
+      mediaFileUsed: this.#db.prepare<[string], { one: number }>(
+        'SELECT 1 AS one FROM media WHERE filename = ? LIMIT 1',
+      ),
     };
 
     // Files renamed into place whose row was never written (crash in between): unreferenced.
@@ -259,48 +273,89 @@ export class ProxyStore {
     entry: { recipientId: string; txid: string; vout: number | null },
   ): Promise<PostOutcome> {
     return this.#commit(
+      `c:${entry.recipientId}`,
       staged,
       this.consignmentDir,
       () => this.#q.getConsignment.get(entry.recipientId)?.filename,
       () => this.#q.insertConsignment.run(entry.recipientId, staged.sha256, entry.txid, entry.vout),
+      this.#q.consignmentFileUsed,
     );
   }
 
   postMedia(staged: StagedFile, attachmentId: string): Promise<PostOutcome> {
     return this.#commit(
+      `m:${attachmentId}`,
       staged,
       this.mediaDir,
       () => this.#q.getMedia.get(attachmentId)?.filename,
       () => this.#q.insertMedia.run(attachmentId, staged.sha256),
+      this.#q.mediaFileUsed,
     );
   }
 
-  async #commit(
+  /** Runs `fn` after every earlier call for the same key has finished (a per-key FIFO lock). */
+  async #serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.#keyQueues.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => {
+      release = r;
+    });
+    const tail = before.then(() => mine);
+    this.#keyQueues.set(key, tail);
+    await before;
+    try {
+      return await fn();
+    } finally {
+      release();
+      if (this.#keyQueues.get(key) === tail) this.#keyQueues.delete(key);
+    }
+  }
+
+  #commit(
+    key: string,
     staged: StagedFile,
     dir: string,
     existing: () => string | undefined,
     insert: () => void,
+    fileUsed: Database.Statement<[string], { one: number }>,
   ): Promise<PostOutcome> {
     const compare = (filename: string): PostOutcome => (filename === staged.sha256 ? 'same' : 'conflict');
-    const before = existing();
-    if (before !== undefined) {
-      await this.discard(staged);
-      return compare(before);
-    }
-    await rename(staged.path, join(dir, staged.sha256));
-    await fsyncDir(dir);
-    // Another request may have won the race while we were renaming. The check and the insert run
-    // synchronously in one transaction, so nothing interleaves; the UNIQUE constraint backs it up
-    // against a second process on the same data dir. A file we renamed in but lost the race with
-    // may be unreferenced: it is content-addressed, so harmless, and removed at the next start.
-    return this.#db
-      .transaction((): PostOutcome => {
-        const now = existing();
-        if (now !== undefined) return compare(now);
-        insert();
-        return 'created';
-      })
-      .immediate();
+    return this.#serialized(key, async () => {
+      const before = existing();
+      if (before !== undefined) {
+        await this.discard(staged);
+        return compare(before);
+      }
+      const target = join(dir, staged.sha256);
+      const sha = staged.sha256;
+      this.#unindexed.set(sha, (this.#unindexed.get(sha) ?? 0) + 1);
+      let outcome: PostOutcome | undefined;
+      try {
+        await rename(staged.path, target);
+        await fsyncDir(dir);
+        // The UNIQUE key backs the per-key lock up against a second process on the same data dir.
+        outcome = this.#db
+          .transaction((): PostOutcome => {
+            const now = existing();
+            if (now !== undefined) return compare(now);
+            insert();
+            return 'created';
+          })
+          .immediate();
+        return outcome;
+      } finally {
+        const left = (this.#unindexed.get(sha) ?? 1) - 1;
+        if (left === 0) this.#unindexed.delete(sha);
+        else this.#unindexed.set(sha, left);
+        // Renamed but never indexed (an I/O or database error): drop the file unless a row or another
+        // upload in flight in this process uses the same content; synchronous, so nothing interleaves.
+        // (A key won by a second process on the same data dir, which is unsupported, leaves the file
+        // to the start-up cleanup: that process may be about to index the same content.)
+        if (outcome === undefined && left === 0 && fileUsed.get(sha) === undefined) {
+          rmSync(target, { force: true });
+        }
+      }
+    });
   }
 
   /** Sets the ACK once: the same value again is `same`, a different one `conflict`. */

@@ -136,3 +136,19 @@ export async function upload(
   const res = await fetch(url, { method: 'POST', body: fd });
   return toReply(res);
 }
+
+/**
+ * A multipart upload with text fields exactly as given (in order, repeats allowed), e.g. the reference's
+ * own form: `params[recipient_id]`, `params[txid]` as separate fields, plus a `file` part.
+ */
+export async function uploadFields(
+  url: string,
+  fields: Array<[string, string]>,
+  file?: Uint8Array,
+): Promise<RpcReply> {
+  const fd = new FormData();
+  for (const [k, v] of fields) fd.append(k, v);
+  if (file) fd.set('file', new Blob([file]), 'consignment_out');
+  const res = await fetch(url, { method: 'POST', body: fd });
+  return toReply(res);
+}
