@@ -146,6 +146,14 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     version: CLOUD_VERSION,
     logger,
     bodyLimit: cfg.api.body_limit_bytes,
+    timeouts: {
+      requestTimeout: cfg.api.request_timeout_ms,
+      headersTimeout: cfg.api.headers_timeout_ms,
+      connectionTimeout: cfg.api.connection_timeout_ms,
+      keepAliveTimeout: cfg.api.keep_alive_timeout_ms,
+    },
+    // A JSON body is taken as typed: `true` is not a name, `["regtest"]` not a network.
+    strictBody: true,
     envelope: cloudEnvelope,
     swagger: { title: 'rgbx cloud API', description: 'Hosted wallet nodes with signed status webhooks' },
   });

@@ -20,6 +20,14 @@ export const ConfigSchema = Type.Object({
       listen_address: Type.String({ minLength: 1, default: '127.0.0.1' }),
       port: Type.Integer({ minimum: 0, maximum: 65535, default: 3100 }),
       body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024, default: 64 * 1024 }),
+      /** A request (headers and body) not received within this gets 408 and its connection is closed (kit default 30 000). */
+      request_timeout_ms: Type.Optional(Type.Integer({ minimum: 100 })),
+      /** The same for the headers alone, at most `request_timeout_ms` (kit default: the smaller of 10 000 and that). */
+      headers_timeout_ms: Type.Optional(Type.Integer({ minimum: 100 })),
+      /** A connection silent this long is closed unless a request on it is being handled (kit default 60 000). */
+      connection_timeout_ms: Type.Optional(Type.Integer({ minimum: 100 })),
+      /** An idle keep-alive connection is closed this long after its last response (kit default 5 000). */
+      keep_alive_timeout_ms: Type.Optional(Type.Integer({ minimum: 100 })),
     },
     { default: {} },
   ),

@@ -2,7 +2,8 @@
  * `buildApp`: the RGB proxy as a Fastify app (no listening), for `main.ts` and in-process tests.
  *
  * HTTP surface:
- * - `POST /json-rpc` (and `POST /` as an alias): JSON bodies or multipart/form-data uploads.
+ * - `POST /json-rpc` (and `POST /` as an alias): JSON bodies, multipart/form-data uploads, or
+ *   urlencoded forms (as the reference's express.urlencoded reads them).
  *   Always HTTP 200 with a JSON-RPC response, or 204 for notifications; transport problems
  *   (bad JSON, oversize bodies, broken multipart, other content types) become JSON-RPC errors.
  * - CORS open to any origin, like the reference (express `cors()` defaults).
@@ -23,7 +24,15 @@ import {
 } from '@rgbx/service-kit';
 import { E, type RpcError } from './errors.ts';
 import { createMethods, type MethodContext, SERVER_VERSION } from './methods.ts';
-import { encodeResponse, failure, isRpcId, RpcDispatcher, type RpcId, type RpcResponse } from './rpc.ts';
+import {
+  encodeResponse,
+  failure,
+  isRpcId,
+  RpcDispatcher,
+  type RpcId,
+  type RpcResponse,
+  UNREADABLE_PARAMS,
+} from './rpc.ts';
 import { ProxyStore, type StagedFile, UploadTooLargeError } from './store.ts';
 
 export const DEFAULT_MAX_UPLOAD_BYTES = 64 * 1024 * 1024;
@@ -89,9 +98,23 @@ async function drain(stream: AsyncIterable<unknown>): Promise<void> {
   }
 }
 
-interface MultipartState {
+interface FormState {
   fields: Record<string, unknown>;
+  /** `params[key]` fields (the reference's documented curl form), in order; a repeated key collects an array. */
+  bracketParams: Map<string, string[]>;
+  /** A `params[...]` field that is not `params[key]` (nested or empty brackets). */
+  unreadableParamsField?: string;
+}
+
+interface MultipartState extends FormState {
   file?: StagedFile;
+}
+
+/** `params[recipient_id]` → `recipient_id`; other bracket forms → '' (unreadable); not a params field → null. */
+function bracketParamKey(fieldname: string): string | null {
+  if (!fieldname.startsWith('params[')) return null;
+  const m = /^params\[([^[\]]+)\]$/.exec(fieldname);
+  return m ? m[1]! : '';
 }
 
 async function readMultipart(
@@ -110,15 +133,51 @@ async function readMultipart(
       }
     } else {
       if (part.valueTruncated) throw new UploadTooLargeError(maxUploadBytes);
-      if (!Object.hasOwn(state.fields, part.fieldname)) state.fields[part.fieldname] = part.value;
+      addField(state, part.fieldname, part.value);
     }
   }
 }
 
-/** The request object a multipart form describes (only the JSON-RPC members are taken). */
-function requestFromFields(fields: Record<string, unknown>): Record<string, unknown> {
+/** One text field of a form: a `params[key]` field, or a top-level member (the first value counts). */
+function addField(state: FormState, name: string, value: unknown): void {
+  const key = bracketParamKey(name);
+  if (key === '') state.unreadableParamsField ??= name;
+  else if (key !== null) {
+    const values = state.bracketParams.get(key) ?? [];
+    values.push(String(value));
+    state.bracketParams.set(key, values);
+  } else if (!Object.hasOwn(state.fields, name)) state.fields[name] = value;
+}
+
+/** An `application/x-www-form-urlencoded` body (the reference reads it with express.urlencoded). */
+class UrlEncodedBody {
+  readonly state: FormState = { fields: {}, bracketParams: new Map() };
+  constructor(text: string) {
+    for (const [name, value] of new URLSearchParams(text)) addField(this.state, name, value);
+  }
+}
+
+/**
+ * The request object a form (multipart or urlencoded) describes (only the JSON-RPC members are taken). `params` is
+ * either one field holding JSON text (rgb-lib's form) or `params[key]` fields (the reference's
+ * documented curl form and its own tests), whose values are strings; a key sent twice becomes an
+ * array, as the reference's multer makes it (so it fails validation there and here alike). Both
+ * forms at once, or a nested/empty bracket form, make the params unreadable (-32602).
+ */
+function requestFromFields(state: FormState): Record<string, unknown> {
+  const { fields, bracketParams } = state;
   const req: Record<string, unknown> = {};
   for (const k of ['jsonrpc', 'method', 'params', 'id']) if (Object.hasOwn(fields, k)) req[k] = fields[k];
+  if (
+    state.unreadableParamsField !== undefined ||
+    (bracketParams.size > 0 && Object.hasOwn(fields, 'params'))
+  ) {
+    req.params = UNREADABLE_PARAMS;
+  } else if (bracketParams.size > 0) {
+    const params: Record<string, string | string[]> = {};
+    for (const [k, values] of bracketParams) params[k] = values.length === 1 ? values[0]! : values;
+    req.params = params;
+  }
   return req;
 }
 
@@ -138,6 +197,8 @@ export function buildApp(opts: BuildAppOptions): ProxyApp {
     logger,
     bodyLimit: maxJsonBytes,
     envelope: proxyEnvelope,
+    // rgb-proxy-server answers 404 (-32601) for every other route and method: so do we.
+    methodNotAllowed: false,
   });
 
   const dispatcher = new RpcDispatcher<MethodContext>(
@@ -165,8 +226,13 @@ export function buildApp(opts: BuildAppOptions): ProxyApp {
       throwFileSizeLimit: true,
       limits: { fileSize: maxUploadBytes, files: 4, fields: 32, parts: 64, fieldSize: maxJsonBytes },
     });
-    // Other content types: the reference (express.json) ignores such bodies, so the request has
-    // no JSON-RPC members and is answered "Invalid Request".
+    instance.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string' },
+      (_req, body, done) => done(null, new UrlEncodedBody(body as string)),
+    );
+    // Other content types: the reference (express.json, express.urlencoded) ignores such bodies, so
+    // the request has no JSON-RPC members and is answered "Invalid Request".
     instance.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) =>
       done(null, UNREADABLE_BODY),
     );
@@ -179,12 +245,12 @@ export function buildApp(opts: BuildAppOptions): ProxyApp {
 
     const handler = async (request: FastifyRequest, reply: FastifyReply) => {
       if (request.isMultipart()) {
-        const state: MultipartState = { fields: {} };
+        const state: MultipartState = { fields: {}, bracketParams: new Map() };
         let response: RpcResponse | RpcResponse[] | null;
         try {
           await readMultipart(request, store, maxUploadBytes, state);
           const ctx: MethodContext = state.file ? { file: state.file } : {};
-          response = await dispatcher.handle(requestFromFields(state.fields), ctx);
+          response = await dispatcher.handle(requestFromFields(state), ctx);
           logCall(request, state.fields.method, response);
         } catch (err) {
           const id: RpcId = isRpcId(state.fields.id) ? state.fields.id : null;
@@ -197,7 +263,8 @@ export function buildApp(opts: BuildAppOptions): ProxyApp {
         }
         return sendRpc(reply, response);
       }
-      const body = request.body;
+      let body = request.body;
+      if (body instanceof UrlEncodedBody) body = requestFromFields(body.state);
       const response =
         body === UNREADABLE_BODY || body === undefined
           ? failure(null, E.INVALID_REQUEST())

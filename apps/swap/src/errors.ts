@@ -191,6 +191,17 @@ export const E = defineErrors({
   },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method Not Allowed', description: 'Wrong method.' },
   BAD_REQUEST: { status: 400, message: 'Bad Request', description: 'Malformed request (headers, URL).' },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    message: 'Request not received in time',
+    description:
+      'The request (headers and body) did not arrive within the server timeout; the connection is closed.',
+  },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    message: 'Request headers are too large',
+    description: 'The request headers exceed the server limit; the connection is closed.',
+  },
   SERVICE_UNAVAILABLE: {
     status: 503,
     message: (reason: string) => `Service unavailable: ${reason}`,
@@ -274,6 +285,8 @@ export const ERROR_CODES = {
   SERVICE_UNAVAILABLE: 35,
   INTERNAL_ERROR: 36,
   TX_ALREADY_USED: 37,
+  REQUEST_TIMEOUT: 38,
+  HEADERS_TOO_LARGE: 39,
 } as const satisfies Record<SwapErrorName, number>;
 
 /** Codes the kit (Fastify, Ajv, the JSON parser) produces, mapped onto ours. */
@@ -284,7 +297,7 @@ const KIT_CODE_ALIASES: Record<string, SwapErrorName> = {
   NOT_ACCEPTABLE: 'BAD_REQUEST',
   CONFLICT: 'BAD_REQUEST',
   FORBIDDEN: 'UNAUTHORIZED',
-  REQUEST_TIMEOUT: 'BAD_REQUEST',
+  MALFORMED_REQUEST: 'BAD_REQUEST',
   LENGTH_REQUIRED: 'BAD_REQUEST',
   URI_TOO_LONG: 'BAD_REQUEST',
   RANGE_NOT_SATISFIABLE: 'BAD_REQUEST',

@@ -1,5 +1,5 @@
 import { WALLET_NODE_SCHEMAS } from '@rgbx/contracts/wallet-node';
-import { createServer, type Logger, type ServiceApp } from '@rgbx/service-kit';
+import { createServer, type HttpTimeouts, type Logger, type ServiceApp } from '@rgbx/service-kit';
 import type { WalletNodeConfig } from './config.ts';
 import { envelope } from './errors.ts';
 import { MISSING_HEADERS_TEXT, readIdentity } from './identity.ts';
@@ -21,6 +21,17 @@ export interface WalletNode {
   close(): Promise<void>;
 }
 
+/** `[api] *_timeout_secs` as the kit's timeouts (ms); keys not set keep the kit's defaults. */
+function httpTimeouts(api: WalletNodeConfig['api']): Partial<HttpTimeouts> {
+  const ms = (secs: number | undefined) => (secs === undefined ? undefined : secs * 1000);
+  return {
+    requestTimeout: ms(api.request_timeout_secs),
+    headersTimeout: ms(api.headers_timeout_secs),
+    connectionTimeout: ms(api.connection_timeout_secs),
+    keepAliveTimeout: ms(api.keep_alive_timeout_secs),
+  };
+}
+
 const WALLET_PATH = /^\/(wallet\/|blindreceive(\?|$))/;
 
 /**
@@ -37,6 +48,7 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
     version: APP_VERSION,
     logger,
     bodyLimit: cfg.api.body_limit_bytes,
+    timeouts: httpTimeouts(cfg.api),
     envelope,
     strictTypes: true,
     swagger: {

@@ -33,6 +33,14 @@ export const WalletNodeConfig = Type.Object(
         port: Type.Integer({ default: 3000, minimum: 0, maximum: 65535 }),
         /** Largest accepted request body (bytes). */
         body_limit_bytes: Type.Integer({ default: 5 * 1024 * 1024, minimum: 1024 }),
+        /** A request (headers and body) not received within this is answered 408 and its connection closed. Kit default 30. */
+        request_timeout_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
+        /** Request headers not received within this: 408 likewise (at most request_timeout_secs). Kit default 10, or less with a shorter request timeout. */
+        headers_timeout_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
+        /** A connection silent this long is closed unless a request on it is being handled. Kit default 60. */
+        connection_timeout_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
+        /** An idle keep-alive connection is closed this long after its last response. Kit default 5. */
+        keep_alive_timeout_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
       },
       { default: {}, additionalProperties: false },
     ),

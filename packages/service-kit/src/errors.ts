@@ -132,15 +132,30 @@ export const KitErrors = defineErrors({
   VALIDATION_ERROR: { status: 400, message: 'Request validation failed', description: 'schema validation' },
   INVALID_JSON: { status: 400, message: (reason: string) => `Invalid JSON body: ${reason}` },
   BAD_REQUEST: { status: 400, message: 'Bad Request' },
+  MALFORMED_REQUEST: {
+    status: 400,
+    message: (what: string) => `Malformed HTTP request: ${what}`,
+    description: 'rejected by the HTTP parser: bad Content-Length, bad chunked encoding, bad syntax',
+  },
   NOT_FOUND: { status: 404, message: (method: string, url: string) => `Route ${method} ${url} not found` },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method Not Allowed' },
   NOT_ACCEPTABLE: { status: 406, message: 'Not Acceptable' },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    message: 'Request not received in time',
+    description: 'headers or body slower than the server’s headers/request timeout; the connection is closed',
+  },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     message: (contentType: string) => `Unsupported media type: ${contentType}`,
   },
   TOO_MANY_REQUESTS: { status: 429, message: 'Too Many Requests' },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    message: 'Request headers are too large',
+    description: 'request line and headers over 16 KiB; the connection is closed',
+  },
   INTERNAL_ERROR: { status: 500, message: 'Internal Server Error' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'Service Unavailable' },
 });
@@ -196,6 +211,7 @@ const STATUS_CODES: Record<number, string> = {
   416: 'RANGE_NOT_SATISFIABLE',
   422: 'UNPROCESSABLE_ENTITY',
   429: 'TOO_MANY_REQUESTS',
+  431: 'HEADERS_TOO_LARGE',
 };
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -33,6 +33,16 @@ export {
   type ValidationIssue,
 } from './errors.ts';
 export {
+  type ClientErrorLike,
+  clientErrorInfo,
+  DEFAULT_HTTP_TIMEOUTS,
+  DEFAULT_JSON_MAX_DEPTH,
+  type HttpTimeouts,
+  installJsonDepthGuard,
+  resolveHttpTimeouts,
+  setHttpTimeouts,
+} from './http-guards.ts';
+export {
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   type RunningService,
   type RunServiceOptions,

@@ -4,7 +4,8 @@
  * Swagger UI served from local assets.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import AjvCompiler from '@fastify/ajv-compiler';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
@@ -25,6 +26,16 @@ import {
   type ErrorInfo,
   KitErrors,
 } from './errors.ts';
+import {
+  type ClientErrorLike,
+  clientErrorInfo,
+  DEFAULT_JSON_MAX_DEPTH,
+  type HttpTimeouts,
+  installJsonDepthGuard,
+  isHttpClientError,
+  responseStarted,
+  setHttpTimeouts,
+} from './http-guards.ts';
 import type { Logger } from './logger.ts';
 import { installJsonParser } from './raw-body.ts';
 
@@ -73,6 +84,26 @@ export interface CreateServerOptions {
    * reads as 20 and a repeated `?wallet=` as an array. Ignored with `strictTypes`.
    */
   strictBody?: boolean;
+  /**
+   * Answer 405 (with `Allow`) for a known path requested with a method it does not serve. Default
+   * true; a service that must answer like a peer that says 404 there (the RGB proxy) sets false.
+   */
+  methodNotAllowed?: boolean;
+  /**
+   * HTTP timeouts in ms (0 turns one off); each field not given takes the kit default
+   * (`DEFAULT_HTTP_TIMEOUTS`): `requestTimeout` 30 000 (whole request, headers and body: a body
+   * sent a byte at a time is cut with 408 in the envelope and the connection closed),
+   * `headersTimeout` 10 000 (at most `requestTimeout`; 408 likewise), `connectionTimeout` 60 000
+   * (a socket silent this long is closed, unless a request on it is being handled),
+   * `keepAliveTimeout` 5 000 (idle keep-alive connections). See `HttpTimeouts`; `setHttpTimeouts`
+   * changes them before `listen`.
+   */
+  timeouts?: Partial<HttpTimeouts>;
+  /**
+   * Deepest `{`/`[` nesting accepted in a JSON body (any parser: the kit's or a service's own);
+   * deeper bodies get INVALID_JSON (400) before they are parsed. Default 64.
+   */
+  jsonMaxDepth?: number;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -92,6 +123,36 @@ const ajvFormats = ((ajvFormatsModule as unknown as { default?: FormatsPlugin })
 
 const FALLBACK_BODY = JSON.stringify({ error: { code: 'INTERNAL_ERROR', message: 'Internal Server Error' } });
 
+interface RenderedEnvelope {
+  statusCode: number;
+  contentType: string;
+  payload: string | Buffer;
+}
+
+/** Runs the envelope factory; a factory that throws or returns a bad status gives the fallback 500. */
+function renderEnvelope(
+  envelope: ErrorEnvelopeFactory,
+  e: ErrorInfo,
+  log: FastifyBaseLogger,
+): RenderedEnvelope {
+  try {
+    const out: EnvelopeResponse = envelope(e);
+    const payload =
+      typeof out.body === 'string' || Buffer.isBuffer(out.body) ? out.body : JSON.stringify(out.body ?? null);
+    if (!Number.isInteger(out.statusCode) || out.statusCode < 100 || out.statusCode > 599) {
+      throw new RangeError(`envelope returned status ${out.statusCode}`);
+    }
+    return {
+      statusCode: out.statusCode,
+      contentType: out.contentType ?? 'application/json; charset=utf-8',
+      payload,
+    };
+  } catch (err) {
+    log.error({ err }, 'error envelope factory failed');
+    return { statusCode: 500, contentType: 'application/json; charset=utf-8', payload: FALLBACK_BODY };
+  }
+}
+
 /**
  * Sends an error through the envelope factory. The body is serialized here, never by a route's
  * response schema, so an error can never turn into FST_ERR_FAILED_ERROR_SERIALIZATION.
@@ -101,23 +162,46 @@ export function sendEnvelope(
   envelope: ErrorEnvelopeFactory,
   e: ErrorInfo,
 ): FastifyReply {
-  let out: EnvelopeResponse;
-  let payload: string | Buffer;
-  try {
-    out = envelope(e);
-    payload =
-      typeof out.body === 'string' || Buffer.isBuffer(out.body) ? out.body : JSON.stringify(out.body ?? null);
-    if (!Number.isInteger(out.statusCode) || out.statusCode < 100 || out.statusCode > 599) {
-      throw new RangeError(`envelope returned status ${out.statusCode}`);
+  const out = renderEnvelope(envelope, e, reply.log);
+  return reply.code(out.statusCode).type(out.contentType).send(out.payload);
+}
+
+/**
+ * Answers an error Node's HTTP parser raised (bad Content-Length or chunking, oversized headers,
+ * a request over the timeouts) with the service's envelope, written straight to the socket since
+ * there is no Fastify request, then closes the connection.
+ */
+function clientErrorHandler(
+  envelope: ErrorEnvelopeFactory,
+  idHeader: string,
+  log: FastifyBaseLogger,
+): (err: ClientErrorLike, socket: Socket) => void {
+  return (err, socket) => {
+    // A reset connection has nobody left to answer.
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    // Socket failures (EPIPE, ETIMEDOUT, …) are no request to answer: the connection is only closed.
+    if (!isHttpClientError(err)) {
+      log.debug({ errCode: err.code }, 'client connection failed');
+      socket.destroy();
+      return;
     }
-  } catch (err) {
-    reply.log.error({ err }, 'error envelope factory failed');
-    return reply.code(500).type('application/json; charset=utf-8').send(FALLBACK_BODY);
-  }
-  return reply
-    .code(out.statusCode)
-    .type(out.contentType ?? 'application/json; charset=utf-8')
-    .send(payload);
+    const e = clientErrorInfo(err);
+    log.info({ code: e.code, statusCode: e.statusCode, parserCode: err.code }, 'client error');
+    // After an answer already on the wire for this request (e.g. a 401 sent before the body was
+    // read) another response would be garbage: then the connection is only closed.
+    if (socket.writable && !responseStarted(socket)) {
+      const out = renderEnvelope(envelope, e, log);
+      const body = Buffer.isBuffer(out.payload) ? out.payload : Buffer.from(out.payload, 'utf8');
+      const head =
+        `HTTP/1.1 ${out.statusCode} ${STATUS_CODES[out.statusCode] ?? 'Error'}\r\n` +
+        `content-type: ${out.contentType}\r\n` +
+        `content-length: ${body.length}\r\n` +
+        `${idHeader}: ${randomUUID()}\r\n` +
+        'connection: close\r\n\r\n';
+      socket.write(Buffer.concat([Buffer.from(head, 'latin1'), body]));
+    }
+    socket.destroy();
+  };
 }
 
 /** Logs an error the way the kit does: 5xx/unexpected at `error` with the cause, the rest at `info`. */
@@ -150,6 +234,8 @@ export function createServer(opts: CreateServerOptions): ServiceApp {
     ...(opts.strictBody && !opts.strictTypes
       ? { schemaController: strictBodyController() as FastifyServerOptions['schemaController'] }
       : {}),
+    // Errors of Node's HTTP parser and timeouts, before or while Fastify reads a request.
+    clientErrorHandler: clientErrorHandler(envelope, idHeader, opts.logger) as never,
     // Errors raised before routing (bad URL encoding and the like) get the envelope too.
     frameworkErrors: (error, request, reply) => {
       reply.header(idHeader, request.id);
@@ -158,6 +244,9 @@ export function createServer(opts: CreateServerOptions): ServiceApp {
       sendEnvelope(reply, envelope, e);
     },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ServiceApp;
+
+  setHttpTimeouts(app, opts.timeouts ?? {});
+  installJsonDepthGuard(app as unknown as FastifyInstance, opts.jsonMaxDepth ?? DEFAULT_JSON_MAX_DEPTH);
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header(idHeader, request.id);
@@ -177,12 +266,14 @@ export function createServer(opts: CreateServerOptions): ServiceApp {
   // Known paths answer 405 (with `Allow`) for a method they do not serve, unknown paths 404.
   const routes: { methods: string[]; pattern: RegExp }[] = [];
   app.addHook('onRoute', (r) => {
+    // Catch-all routes (`OPTIONS *` for CORS preflights) do not make every path "known".
+    if (r.url === '*' || r.url === '/*') return;
     routes.push({ methods: ([] as string[]).concat(r.method), pattern: routePattern(r.url) });
   });
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods));
-    if (allowed.size > 0 && !allowed.has(request.method)) {
+    if (opts.methodNotAllowed !== false && allowed.size > 0 && !allowed.has(request.method)) {
       reply.header('allow', [...allowed].sort().join(', '));
       const e = KitErrors.METHOD_NOT_ALLOWED.create();
       sendEnvelope(reply, envelope, {
