@@ -239,6 +239,21 @@ export function swapRecordA(i: Intent) {
   };
 }
 
+/** The quote's fields of a Surface B record (flat and again in `additional_info`). */
+function quoteFieldsB(i: Intent) {
+  return {
+    source_amount_decimals: i.sourceAmountDecimals,
+    source_amount_lots: i.sourceAmountLots.toString(),
+    source_chain: i.sourceChain,
+    source_token: i.sourceToken,
+    dest_amount_decimals: i.destAmountDecimals,
+    dest_chain: i.destChain,
+    dest_token: i.destToken,
+    min_dest_amount_lots: i.minDestAmountLots.toString(),
+    max_dest_amount_lots: i.maxDestAmountLots.toString(),
+  };
+}
+
 export function swapRecordB(i: Intent) {
   const m = i.metadata;
   return {
@@ -258,28 +273,10 @@ export function swapRecordB(i: Intent) {
       refunded_at: m.refundedAt,
       refund_requested_at: m.refundRequestedAt,
     },
-    source_amount_decimals: i.sourceAmountDecimals,
-    source_amount_lots: i.sourceAmountLots.toString(),
-    source_chain: i.sourceChain,
-    source_token: i.sourceToken,
-    dest_amount_decimals: i.destAmountDecimals,
-    dest_chain: i.destChain,
-    dest_token: i.destToken,
-    min_dest_amount_lots: i.minDestAmountLots.toString(),
-    max_dest_amount_lots: i.maxDestAmountLots.toString(),
+    ...quoteFieldsB(i),
     user_source_address: i.userSourceAddress,
     user_dest_address: i.userDestAddress,
-    additional_info: {
-      source_amount_decimals: i.sourceAmountDecimals,
-      source_amount_lots: i.sourceAmountLots.toString(),
-      source_chain: i.sourceChain,
-      source_token: i.sourceToken,
-      dest_amount_decimals: i.destAmountDecimals,
-      dest_chain: i.destChain,
-      dest_token: i.destToken,
-      min_dest_amount_lots: i.minDestAmountLots.toString(),
-      max_dest_amount_lots: i.maxDestAmountLots.toString(),
-    },
+    additional_info: quoteFieldsB(i),
     settlement: i.settlement.map((l) => ({
       leg: l.leg,
       network_id: l.networkId,

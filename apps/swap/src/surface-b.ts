@@ -220,6 +220,19 @@ export const ApprovalRequestB = Type.Object(
   { $id: 'ApprovalRequestB', additionalProperties: false },
 );
 
+/** The quote's fields of a swap record (flat, as the spec lists them, and in Hotpot's `additional_info`). */
+const QUOTE_FIELDS_B = {
+  source_amount_decimals: Type.Integer(),
+  source_amount_lots: Lots,
+  source_chain: Type.Integer(),
+  source_token: Type.String(),
+  dest_amount_decimals: Type.Integer(),
+  dest_chain: Type.Integer(),
+  dest_token: Type.String(),
+  min_dest_amount_lots: Lots,
+  max_dest_amount_lots: Lots,
+};
+
 export const SwapRecordSchemaB = Type.Object(
   {
     intent_id: Uuid,
@@ -238,31 +251,12 @@ export const SwapRecordSchemaB = Type.Object(
       refunded_at: Nullable(Type.String()),
       refund_requested_at: Nullable(Type.String()),
     }),
-    source_amount_decimals: Type.Integer(),
-    source_amount_lots: Lots,
-    source_chain: Type.Integer(),
-    source_token: Type.String(),
-    dest_amount_decimals: Type.Integer(),
-    dest_chain: Type.Integer(),
-    dest_token: Type.String(),
-    min_dest_amount_lots: Lots,
-    max_dest_amount_lots: Lots,
+    ...QUOTE_FIELDS_B,
     user_source_address: Type.String(),
     user_dest_address: Type.String(),
-    additional_info: Type.Object(
-      {
-        source_amount_decimals: Type.Integer(),
-        source_amount_lots: Lots,
-        source_chain: Type.Integer(),
-        source_token: Type.String(),
-        dest_amount_decimals: Type.Integer(),
-        dest_chain: Type.Integer(),
-        dest_token: Type.String(),
-        min_dest_amount_lots: Lots,
-        max_dest_amount_lots: Lots,
-      },
-      { description: "The quote's fields again, where the Hotpot Go SDK (types.Swap) reads them" },
-    ),
+    additional_info: Type.Object(QUOTE_FIELDS_B, {
+      description: "The quote's fields again, where the Hotpot Go SDK (types.Swap) reads them",
+    }),
     settlement: Type.Array(SettlementLegB, {
       description: 'Verified legs, in the order they were proven (an addition to the Hotpot record)',
     }),
