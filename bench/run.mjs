@@ -1,6 +1,8 @@
 // Runs every benchmark and prints one JSON document; `npm run bench` builds first. Results are saved to
 // bench/results/latest.json after each benchmark, so a failure late in the run keeps the earlier figures.
 // Figures are medians of interleaved runs, each next to a baseline measured in the same run.
+// A failed benchmark is recorded as `{ error }`, named on stderr, and makes the run exit 1 once the others ran;
+// an unknown name exits 2.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -18,42 +20,48 @@ const save = () => {
   return json;
 };
 
+/** Runs a standalone benchmark script as a process and returns the JSON it prints (from its first `{`). */
+function runScript(file) {
+  const r = spawnSync(process.execPath, [fileURLToPath(new URL(file, import.meta.url))], {
+    encoding: 'utf8',
+  });
+  if (r.error) throw new Error(`bench/${file.slice(2)} could not run: ${r.error.message}`);
+  if (r.status !== 0) {
+    const how = r.status === null ? `killed by ${r.signal}` : `exit ${r.status}`;
+    throw new Error(`bench/${file.slice(2)} failed (${how}): ${r.stderr.trim() || '(no stderr)'}`);
+  }
+  return JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
+}
+
 const benches = {
   electrum: benchElectrum,
   goonline: benchGoOnline,
   wallet_node: benchWalletNode,
-  swap: async () => {
-    const r = spawnSync(process.execPath, [fileURLToPath(new URL('./swap.mjs', import.meta.url))], {
-      encoding: 'utf8',
-    });
-    if (r.status !== 0) throw new Error(`bench/swap.mjs failed: ${r.stderr}`);
-    return JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
-  },
-  settlement: async () => {
-    const r = spawnSync(process.execPath, [fileURLToPath(new URL('./settlement.mjs', import.meta.url))], {
-      encoding: 'utf8',
-    });
-    if (r.status !== 0) throw new Error(`bench/settlement.mjs failed: ${r.stderr}`);
-    return JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
-  },
+  swap: async () => runScript('./swap.mjs'),
+  settlement: async () => runScript('./settlement.mjs'),
   cloud: async () => (await import('./cloud.mjs')).benchCloud(),
-  proxy: async () => {
-    // proxy.mjs is a standalone script (own flags); run it as a process and keep its JSON.
-    const r = spawnSync(process.execPath, [fileURLToPath(new URL('./proxy.mjs', import.meta.url))], {
-      encoding: 'utf8',
-    });
-    if (r.status !== 0) throw new Error(`bench/proxy.mjs failed: ${r.stderr}`);
-    return JSON.parse(r.stdout);
-  },
+  // proxy.mjs is a standalone script (own flags); run it as a process and keep its JSON.
+  proxy: async () => runScript('./proxy.mjs'),
 };
+if (only && !Object.hasOwn(benches, only)) {
+  console.error(`unknown benchmark ${JSON.stringify(only)}; one of: ${Object.keys(benches).join(', ')}`);
+  process.exit(2);
+}
+const failed = [];
 for (const [name, fn] of Object.entries(benches)) {
   if (only && only !== name) continue;
   try {
     out[name] = await fn();
   } catch (err) {
-    out[name] = { error: err.message };
+    out[name] = { error: err instanceof Error ? err.message : String(err) };
+    failed.push(name);
+    console.error(`benchmark ${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
   }
   save();
 }
 console.info(save());
+if (failed.length > 0) {
+  console.error(`${failed.length} benchmark(s) failed: ${failed.join(', ')}`);
+  process.exit(1);
+}
 process.exit(0);

@@ -179,7 +179,8 @@ describe('RgbHost + watch-only wallet (real rgb-lib in a child process)', () => 
     await w.drop();
   });
 
-  it('measures the IPC round trip of getBtcBalance (offline, skipSync) over 200 calls', async () => {
+  it('answers 200 consecutive getBtcBalance IPC calls (offline, skipSync), each the same balance', async () => {
+    // The round-trip time is measured in bench/wallet-node.mjs, next to its baseline, not asserted here.
     const k = keys.Taproot!;
     const w = await openWallet({
       host,
@@ -187,19 +188,8 @@ describe('RgbHost + watch-only wallet (real rgb-lib in a child process)', () => 
       network: 'Regtest',
       keys: { ...k, witnessVersion: 'Taproot' },
     });
-    const times: number[] = [];
-    for (let i = 0; i < 220; i++) {
-      const t0 = performance.now();
-      await w.getBtcBalance(true);
-      if (i >= 20) times.push(performance.now() - t0); // first 20 are warm-up
-    }
-    times.sort((a, b) => a - b);
-    const p50 = times[Math.floor(times.length / 2)]!;
-    const p99 = times[Math.floor(times.length * 0.99)]!;
-    console.info(
-      `[rgb] getBtcBalance IPC round trip: p50 ${p50.toFixed(3)} ms, p99 ${p99.toFixed(3)} ms (n=200)`,
-    );
-    expect(p50).toBeLessThan(20);
+    const first = await w.getBtcBalance(true);
+    for (let i = 0; i < 200; i++) expect(await w.getBtcBalance(true)).toEqual(first);
     await w.drop();
   });
 
