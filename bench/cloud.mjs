@@ -122,6 +122,8 @@ async function waitFor(fn, timeoutMs) {
 }
 
 async function run(label, databaseUrlOf) {
+  // The webhook signing keys are encrypted at rest; a throwaway key unless the environment sets one.
+  process.env.RGBX_CLOUD_ENCRYPTION_KEY ??= 'cd'.repeat(32);
   const dir = mkdtempSync(join(tmpdir(), 'bench-cloud-'));
   const receiver = startReceiver(dir);
   const port = await receiver.port;

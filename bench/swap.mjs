@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,13 +13,19 @@ import { join } from 'node:path';
  *   `verifyPermit2Signature` rate on the same signatures in the same run;
  * - Solana co-sign approvals verified per second, next to raw `verifyCosignTransaction`;
  * - status reads per second (`GET /intents/{id}/status`).
- * Requests go through `app.inject` (in process, no sockets) with 8 in flight. Each figure is the
- * median of --rounds rounds; the service and raw measurements alternate within a round.
+ * Requests go through `app.inject` (in process, no sockets) with 8 in flight; the raw side is driven
+ * the same way (the same worker pool, 8 calls in flight, same item count). Each figure is the median
+ * of --rounds rounds. Within a round every service phase sits next to its raw phase, and their order
+ * alternates from round to round (service first in rounds 1, 3, …, raw first in rounds 2, 4, …; a
+ * raw-first typed-data phase uses the previous round's intent contexts, same shape). Ratios (service ÷
+ * raw) are medians of the per-round ratios. The EVM devnode runs in this process; the Solana devnode
+ * (recent blockhashes for Solana intents, untimed setup) runs as its own process.
  *
  * usage: npx tsc -b && node bench/swap.mjs [--rounds 5] [--n 200]
  * Prints a table on stderr and one JSON document on stdout.
  */
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateKeyPairSigner, signBytes } from '@solana/kit';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -62,10 +69,18 @@ async function rate(items, fn) {
   return items.length / ((performance.now() - t0) / 1000);
 }
 
-async function rawRate(items, fn) {
-  const t0 = performance.now();
-  for (const x of items) await fn(x);
-  return items.length / ((performance.now() - t0) / 1000);
+/** The raw side: same pool, same concurrency, same timing as the service side. */
+const rawRate = rate;
+
+/** Runs the service phase and its raw phase next to each other, order alternating by round. */
+async function pair(r, service, raw) {
+  if (r % 2 === 0) {
+    await service();
+    await raw();
+  } else {
+    await raw();
+    await service();
+  }
 }
 
 const ok = (res, what) => {
@@ -80,11 +95,15 @@ const SOL = 'So11111111111111111111111111111111111111112';
 /** The Permit2 quotes' source amount (`amountLots`). */
 const SOURCE_LOTS = 1000000000000000000000n;
 
-function config(databaseUrl, rpcUrl, token) {
+function config(databaseUrl, rpcUrl, token, solRpcUrl) {
   return `
 database_url = "${databaseUrl}"
 preimage_key = "${'ab'.repeat(32)}"
 log_level = "silent"
+# Settlement readers are required by the config. Nothing measured here reads Bitcoin (closed port);
+# Solana intents take a recent blockhash from the Solana devnode (a separate process, untimed setup).
+[bitcoin]
+electrum_url = "tcp://127.0.0.1:1"
 [swap]
 quote_ttl_secs = 3600
 scheduler_interval_ms = 3600000
@@ -105,6 +124,7 @@ escrow_address = "${ESCROW}"
 id = 4
 name = "Solana"
 type = "SOLANA"
+rpc_url = "${solRpcUrl}"
 [[tokens]]
 network_id = 1
 symbol = "BTC"
@@ -155,8 +175,8 @@ const METRICS = [
   'status_reads_per_s',
 ];
 
-async function openService(dialect, url, node, token) {
-  const cfg = swap.loadConfig({ text: config(url, node.rpcUrl, token) }, {});
+async function openService(dialect, url, node, token, solRpcUrl) {
+  const cfg = swap.loadConfig({ text: config(url, node.rpcUrl, token, solRpcUrl) }, {});
   const { db, close } = await swap.openSwapDatabase(cfg.databaseUrl);
   const { app } = swap.buildSwapApp({ config: cfg, db, dialect });
   await app.ready();
@@ -180,7 +200,7 @@ async function openService(dialect, url, node, token) {
   };
 }
 
-async function round(svc, token, owner, solUsers) {
+async function round(svc, r, token, owner, solUsers) {
   const { db, inject, out } = svc;
   // Quotes are set up untimed; intent creation is timed.
   const quotes = [];
@@ -199,33 +219,47 @@ async function round(svc, token, owner, solUsers) {
     );
   }
   const intents = new Array(N);
-  out.intents_per_s.push(
-    await rate(quotes, async (quoteId, k) => {
-      intents[k] = ok(
-        await inject('POST', '/intents', {
-          quoteId,
-          sourceAddress: owner.address,
-          refundAddress: owner.address,
-          destinationAddress: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
-        }),
-        'intent',
-      );
-    }),
-  );
-  const contexts = await Promise.all(
-    intents.map(async (i) =>
-      JSON.parse(
-        (
-          await db
-            .selectFrom('intents')
-            .select('verify_context')
-            .where('id', '=', i.intentId)
-            .executeTakeFirstOrThrow()
-        ).verify_context,
+  const createIntents = async () => {
+    out.intents_per_s.push(
+      await rate(quotes, async (quoteId, k) => {
+        intents[k] = ok(
+          await inject('POST', '/intents', {
+            quoteId,
+            sourceAddress: owner.address,
+            refundAddress: owner.address,
+            destinationAddress: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
+          }),
+          'intent',
+        );
+      }),
+    );
+  };
+  const contextsOf = () =>
+    Promise.all(
+      intents.map(async (i) =>
+        JSON.parse(
+          (
+            await db
+              .selectFrom('intents')
+              .select('verify_context')
+              .where('id', '=', i.intentId)
+              .executeTakeFirstOrThrow()
+          ).verify_context,
+        ),
       ),
-    ),
-  );
-  out.typed_data_raw_per_s.push(await rawRate(contexts, async (c) => typedDataOf(c)));
+    );
+  let contexts;
+  if (r % 2 === 0) {
+    await createIntents();
+    contexts = await contextsOf();
+    out.typed_data_raw_per_s.push(await rawRate(contexts, async (c) => typedDataOf(c)));
+  } else {
+    // Raw first, on the previous round's contexts (round 0 always runs service first).
+    out.typed_data_raw_per_s.push(await rawRate(svc.lastContexts, async (c) => typedDataOf(c)));
+    await createIntents();
+    contexts = await contextsOf();
+  }
+  svc.lastContexts = contexts;
 
   const sigs = await Promise.all(
     intents.map((i) =>
@@ -236,17 +270,22 @@ async function round(svc, token, owner, solUsers) {
       ),
     ),
   );
-  out.permit2_approvals_per_s.push(
-    await rate(intents, async (i, k) => {
-      ok(await inject('POST', `/intents/${i.intentId}/approvals`, sigs[k]), 'approval');
-    }),
-  );
   const tds = contexts.map((c) => typedDataOf(c));
-  out.permit2_verify_raw_per_s.push(
-    await rawRate(
-      tds.map((td, k) => [td, sigs[k].permit2]),
-      ([td, sig]) => verifyPermit2Signature(td, sig, owner.address),
-    ),
+  await pair(
+    r,
+    async () =>
+      out.permit2_approvals_per_s.push(
+        await rate(intents, async (i, k) => {
+          ok(await inject('POST', `/intents/${i.intentId}/approvals`, sigs[k]), 'approval');
+        }),
+      ),
+    async () =>
+      out.permit2_verify_raw_per_s.push(
+        await rawRate(
+          tds.map((td, k) => [td, sigs[k].permit2]),
+          ([td, sig]) => verifyPermit2Signature(td, sig, owner.address), // throws unless it verifies
+        ),
+      ),
   );
 
   // Solana co-sign approvals.
@@ -283,19 +322,24 @@ async function round(svc, token, owner, solUsers) {
       ),
     });
   }
-  out.cosign_approvals_per_s.push(
-    await rate(solIntents, async ({ it, body }) => {
-      ok(await inject('POST', `/intents/${it.intentId}/approvals`, body), 'cosign approval');
-    }),
-  );
-  out.cosign_verify_raw_per_s.push(
-    await rawRate(solIntents, ({ it, body }) =>
-      verifyCosignTransaction({
-        unsignedTransactionHex: it.cosign.transaction,
-        signedTransactionHex: body.cosign.transaction,
-        userAddress: body.cosign.userAddress,
-      }),
-    ),
+  await pair(
+    r,
+    async () =>
+      out.cosign_approvals_per_s.push(
+        await rate(solIntents, async ({ it, body }) => {
+          ok(await inject('POST', `/intents/${it.intentId}/approvals`, body), 'cosign approval');
+        }),
+      ),
+    async () =>
+      out.cosign_verify_raw_per_s.push(
+        await rawRate(solIntents, ({ it, body }) =>
+          verifyCosignTransaction({
+            unsignedTransactionHex: it.cosign.transaction,
+            signedTransactionHex: body.cosign.transaction,
+            userAddress: body.cosign.userAddress,
+          }),
+        ),
+      ),
   );
 
   const reads = Array.from({ length: N * 5 }, (_, k) => intents[k % intents.length].intentId);
@@ -306,15 +350,52 @@ async function round(svc, token, owner, solUsers) {
   );
 }
 
-const summary = (out) =>
-  Object.fromEntries(
+const RATIOS = {
+  intents_vs_typed_data_raw: ['intents_per_s', 'typed_data_raw_per_s'],
+  permit2_approvals_vs_verify_raw: ['permit2_approvals_per_s', 'permit2_verify_raw_per_s'],
+  cosign_approvals_vs_verify_raw: ['cosign_approvals_per_s', 'cosign_verify_raw_per_s'],
+};
+/** Medians of the rates, and of the per-round ratios service ÷ raw (round 1 = service first). */
+const summary = (out) => ({
+  ...Object.fromEntries(
     Object.entries(out).map(([k, v]) => [k, { median: Math.round(median(v)), runs: v.map(Math.round) }]),
+  ),
+  ratios: Object.fromEntries(
+    Object.entries(RATIOS).map(([k, [svc, raw]]) => {
+      const per = out[svc].map((x, i) => x / out[raw][i]);
+      return [
+        k,
+        { median: Math.round(median(per) * 1000) / 1000, runs: per.map((x) => Math.round(x * 1000) / 1000) },
+      ];
+    }),
+  ),
+});
+
+/** The Solana devnode as its own process (`main.js` prints `{"url"}` once listening). */
+function startSolDevnode() {
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('../packages/chains/dist/sol-devnode/main.js', import.meta.url))],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    child.once('exit', (code) => reject(new Error(`sol devnode exited with ${code}`)));
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve({ url: JSON.parse(buf.slice(0, nl)).url, child });
+    });
+  });
+}
 
 const node = await startEvmDevnode();
 const tmp = mkdtempSync(join(tmpdir(), 'swap-bench-'));
 let pg;
+let sol;
 try {
+  sol = await startSolDevnode();
   const token = await deployTestToken(node.rpcUrl, node.chainId, node.accounts[0].privateKey, {
     symbol: 'USDC',
     supply: 10n ** 30n,
@@ -333,13 +414,13 @@ try {
   pg = await createTestPgDatabase('rgbx_swap_bench');
   // Both stores run in every round, in alternating order, so load on the machine hits both alike.
   const services = [
-    await openService('sqlite', `sqlite:${join(tmp, 'bench.db')}`, node, token),
-    await openService('postgres', pg.url, node, token),
+    await openService('sqlite', `sqlite:${join(tmp, 'bench.db')}`, node, token, sol.url),
+    await openService('postgres', pg.url, node, token, sol.url),
   ];
   try {
     for (let r = 0; r < ROUNDS; r++) {
       for (const svc of r % 2 === 0 ? services : [...services].reverse()) {
-        await round(svc, token, owner, solUsers);
+        await round(svc, r, token, owner, solUsers);
         process.stderr.write(`${svc.dialect} round ${r + 1}/${ROUNDS}\n`);
       }
     }
@@ -353,19 +434,24 @@ try {
     n: N,
     rounds: ROUNDS,
     concurrency: CONCURRENCY,
+    raw_concurrency: CONCURRENCY,
+    order:
+      'service and raw phases side by side in each round; service first in odd-numbered rounds (1, 3, …), raw first in even-numbered ones',
     sqlite: summary(services[0].out),
     postgres: summary(services[1].out),
   };
-  const rows = Object.keys(result.sqlite).map(
-    (k) =>
-      `${k.padEnd(28)} ${String(result.sqlite[k].median).padStart(8)} ${String(result.postgres[k].median).padStart(10)}`,
-  );
+  const rows = [...METRICS, ...Object.keys(RATIOS)].map((k) => {
+    const get = (d) => (d[k] ?? d.ratios[k]).median;
+    return `${k.padEnd(32)} ${String(get(result.sqlite)).padStart(8)} ${String(get(result.postgres)).padStart(10)}`;
+  });
   process.stderr.write(
-    `\n${'median (per second)'.padEnd(28)} ${'sqlite'.padStart(8)} ${'postgres'.padStart(10)}\n${rows.join('\n')}\n`,
+    `\n${'median (per second; ratios)'.padEnd(32)} ${'sqlite'.padStart(8)} ${'postgres'.padStart(10)}\n${rows.join('\n')}\n`,
   );
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 } finally {
   await pg?.drop();
   await node.stop();
+  sol?.child.removeAllListeners('exit');
+  sol?.child.kill('SIGTERM');
   rmSync(tmp, { recursive: true, force: true });
 }
