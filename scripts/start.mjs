@@ -106,9 +106,16 @@ async function main() {
   const cl = join(dir, 'cloud');
   mkdirSync(cl, { recursive: true });
   const cloudToml = join(cl, 'cloud.toml');
+  // The AES-256-GCM key that seals the webhook signing keys at rest: made once (0600), kept.
+  const cloudKeyFile = join(cl, 'signing-keys.key');
+  if (!existsSync(cloudKeyFile))
+    writeFileSync(cloudKeyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
   writeFileSync(
     cloudToml,
     [
+      '[signing_keys]',
+      `encryption_key_file = "${cloudKeyFile}"`,
+      '',
       '[api]',
       'listen_address = "127.0.0.1"',
       `port = ${process.env.RGBX_CLOUD_PORT ?? 3200}`,

@@ -3,7 +3,8 @@
 const $ = (sel) => document.querySelector(sel);
 const TOKEN_KEY = 'rgbx-cloud-token';
 let selected = null;
-let keyId = '';
+/** The node the delete dialog is open for. */
+let deleting = null;
 
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -44,9 +45,9 @@ function signOut(message = '') {
 
 async function signIn(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
+  let keys;
   try {
-    const k = await api('GET', '/webhook-public-key');
-    keyId = k.keyId;
+    keys = await api('GET', '/webhook-public-key');
   } catch (err) {
     if (err.message !== 'unauthorized') $('#login-error').textContent = err.message;
     return;
@@ -54,8 +55,31 @@ async function signIn(token) {
   $('#login').hidden = true;
   $('#app').hidden = false;
   $('#logout').hidden = false;
-  $('#key-id').textContent = keyId;
+  renderKeys(keys);
   await refresh();
+}
+
+// The public key that verifies the webhooks (PEM, SPKI), and any other published key during a rotation.
+function renderKeys(k) {
+  $('#key-id').textContent = k.keyId;
+  $('#key-pem').textContent = k.data;
+  const others = k.keys.filter((x) => x.keyId !== k.keyId);
+  $('#other-keys').replaceChildren(
+    ...others.map((x) =>
+      el(
+        'div',
+        { class: 'key', 'data-key-id': x.keyId },
+        el(
+          'p',
+          { class: 'muted' },
+          `Also accept key `,
+          el('code', {}, x.keyId),
+          ` (${x.status}, rotation in progress):`,
+        ),
+        el('pre', { class: 'pem' }, x.pem),
+      ),
+    ),
+  );
 }
 
 async function act(node, op) {
@@ -68,6 +92,29 @@ async function act(node, op) {
   }
   await refresh();
 }
+
+// Deleting a node deletes its wallets: only after the user types the node's name.
+function confirmDelete(node) {
+  deleting = node;
+  $('#confirm-name').textContent = node.name;
+  $('#confirm-input').value = '';
+  $('#confirm-ok').disabled = true;
+  $('#confirm-delete').showModal();
+  $('#confirm-input').focus();
+}
+$('#confirm-input').addEventListener('input', () => {
+  $('#confirm-ok').disabled = !deleting || $('#confirm-input').value !== deleting.name;
+});
+$('#confirm-cancel').addEventListener('click', () => $('#confirm-delete').close());
+$('#confirm-delete').addEventListener('close', () => {
+  deleting = null;
+});
+$('#confirm-ok').addEventListener('click', () => {
+  const node = deleting;
+  if (!node || $('#confirm-input').value !== node.name) return;
+  $('#confirm-delete').close();
+  void act(node, 'delete');
+});
 
 function webhookCell(n) {
   if (!n.settings.webhookUrl) return el('span', { class: 'muted' }, 'none');
@@ -111,8 +158,8 @@ function renderNodes(nodes) {
         actions.push(btn('Pause', 'stop', '', () => act(n, 'stop')));
       if (n.status === 'PAUSED' || n.status === 'FAILED')
         actions.push(btn('Resume', 'start', 'primary', () => act(n, 'start')));
-      actions.push(btn('Deliveries', 'show', '', () => select(n)));
-      actions.push(btn('Delete', 'delete', 'danger', () => act(n, 'delete')));
+      actions.push(btn('Settings', 'show', '', () => select(n)));
+      actions.push(btn('Delete', 'delete', 'danger', () => confirmDelete(n)));
       return el(
         'tr',
         {
@@ -145,8 +192,37 @@ function select(n) {
   selected = n;
   $('#details').hidden = false;
   $('#details-name').textContent = n.name;
+  $('#settings-webhook').value = n.settings.webhookUrl ?? '';
+  $('#settings-error').textContent = '';
+  $('#settings-saved').textContent = '';
+  // The keys may have rotated since sign-in.
+  api('GET', '/webhook-public-key').then(renderKeys, () => {});
   void refreshEvents();
 }
+
+// Webhook URL of the selected node: PATCH …/settings with the text as typed (an empty field is
+// refused by the API with its message), or null to turn webhooks off.
+async function saveWebhook(webhookUrl) {
+  if (!selected) return;
+  $('#settings-error').textContent = '';
+  $('#settings-saved').textContent = '';
+  try {
+    const { data } = await api('PATCH', `/nodes/${selected.nodeId}/settings`, { webhookUrl });
+    selected = data;
+    $('#settings-webhook').value = data.settings.webhookUrl ?? '';
+    $('#settings-saved').textContent = data.settings.webhookUrl
+      ? `Saved: webhooks go to ${data.settings.webhookUrl}`
+      : 'Saved: webhooks are off';
+  } catch (err) {
+    $('#settings-error').textContent = err.message;
+  }
+  await refresh();
+}
+$('#settings-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  void saveWebhook($('#settings-webhook').value.trim());
+});
+$('#settings-off').addEventListener('click', () => void saveWebhook(null));
 
 async function redeliver(eventId) {
   try {

@@ -3,7 +3,7 @@
  * real node processes (the fake wallet node; the real one is in wallet-node.e2e.test.ts) and the
  * dispatcher delivering to a real HTTPS receiver.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyWebhook } from '@rgbx/sdk';
@@ -229,7 +229,13 @@ describe.each([
     expect(paused.json().data.status).toBe('IN_PROGRESS');
     await until('PAUSED', async () => (await nodeStatus(id)) === 'PAUSED');
     await expect(fetch(`${running.apiUrl}/healthcheck`)).rejects.toThrow();
-    expect(existsSync(join(dir, 'nodes', id, 'node.toml'))).toBe(true);
+    // The node's config (0600) points at the backend without the bitcoind RPC password.
+    const nodeToml = join(dir, 'nodes', id, 'node.toml');
+    expect(statSync(nodeToml).mode & 0o777).toBe(0o600);
+    const conf = readFileSync(nodeToml, 'utf8');
+    expect(conf).toContain('btc_rpc_user = "user"');
+    expect(conf).toMatch(/^btc_rpc_password = ""$/m);
+    expect(conf).not.toContain('test-password');
     expect((await api('POST', `/api/nodes/${id}/restart`)).json().error.code).toBe('INVALID_STATE');
 
     // Resume.
@@ -308,6 +314,70 @@ describe.each([
     await until('deleted', async () => (await api('GET', `/api/nodes/${id}`)).statusCode === 404);
     expect(existsSync(join(dir, 'nodes', id))).toBe(false);
     await expect(fetch(`${afterCrash.apiUrl}/healthcheck`)).rejects.toThrow();
+  });
+
+  it('refuses an empty webhookUrl (400, nothing changed) and turns webhooks off only on an explicit null', async () => {
+    const emptyMessage = 'invalid webhookUrl: empty (send null to turn webhooks off)';
+    for (const webhookUrl of ['', '   ']) {
+      const r = await api('POST', '/api/nodes', tokenA, {
+        name: 'hooks',
+        network: 'regtest',
+        settings: { webhookUrl },
+      });
+      expect(r.statusCode).toBe(400);
+      expect(r.json()).toEqual({ error: { code: 'INVALID_WEBHOOK_URL', message: emptyMessage } });
+    }
+    expect((await api('GET', '/api/nodes')).json().data.map((n: { name: string }) => n.name)).not.toContain(
+      'hooks',
+    );
+
+    const id = (
+      await api('POST', '/api/nodes', tokenA, {
+        name: 'hooks',
+        network: 'regtest',
+        settings: { webhookUrl: receiver.url('/hooks') },
+      })
+    ).json().data.nodeId as string;
+    await until('RUNNING', async () => (await nodeStatus(id)) === 'RUNNING');
+    const eventCount = async () =>
+      (await cloud.db.selectFrom('webhook_events').select('seq').where('node_id', '=', id).execute()).length;
+    await until('2 events delivered', () => receiver.statuses(id).length === 2);
+    expect(await eventCount()).toBe(2);
+
+    for (const method of ['POST', 'PATCH'] as const) {
+      const r = await api(method, `/api/nodes/${id}/settings`, tokenA, { webhookUrl: '' });
+      expect(r.statusCode).toBe(400);
+      expect(r.json()).toEqual({ error: { code: 'INVALID_WEBHOOK_URL', message: emptyMessage } });
+    }
+    // Nothing changed: same URL, same status, no IN_PROGRESS event.
+    expect((await api('GET', `/api/nodes/${id}`)).json().data).toMatchObject({
+      status: 'RUNNING',
+      settings: { webhookUrl: receiver.url('/hooks') },
+    });
+    expect(await eventCount()).toBe(2);
+
+    // Leaving the key out changes nothing either.
+    const same = await api('PATCH', `/api/nodes/${id}/settings`, tokenA, {});
+    expect(same.statusCode).toBe(200);
+    expect(same.json().data).toMatchObject({
+      status: 'RUNNING',
+      settings: { webhookUrl: receiver.url('/hooks') },
+    });
+
+    // null: webhooks off at once; the settings change itself (IN_PROGRESS → RUNNING) is not sent anywhere.
+    const off = await api('PATCH', `/api/nodes/${id}/settings`, tokenA, { webhookUrl: null });
+    expect(off.statusCode).toBe(200);
+    expect(off.json().data.settings).toEqual({ webhookUrl: null });
+    await until('RUNNING after settings', async () => (await nodeStatus(id)) === 'RUNNING');
+    expect(await eventCount()).toBe(2);
+    expect((await api('POST', `/api/nodes/${id}/stop`)).statusCode).toBe(202);
+    await until('PAUSED', async () => (await nodeStatus(id)) === 'PAUSED');
+    expect(await eventCount()).toBe(2);
+    expect(receiver.statuses(id)).toEqual(['STARTING', 'RUNNING']);
+
+    const del = await api('DELETE', `/api/nodes/${id}`);
+    expect(del.statusCode).toBe(202);
+    await until('deleted', async () => (await api('GET', `/api/nodes/${id}`)).statusCode === 404);
   });
 
   it('writes the status change and its event atomically', async () => {

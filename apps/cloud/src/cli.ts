@@ -15,10 +15,14 @@ commands:
   keys add                            generate a new key and publish it (it does not sign yet)
   keys activate KEY_ID                sign with this published key from now on
   keys retire KEY_ID                  stop publishing a key that no longer signs
+  encryption-key                      print a new random key for [signing_keys] (64 hex chars)
 
 options:
   -c, --config FILE   TOML configuration (see apps/cloud/README.md); every key has a default
   -h, --help          this help
+
+The service and the keys commands need the signing keys' encryption key: [signing_keys]
+encryption_key or encryption_key_file, or the environment variable RGBX_CLOUD_ENCRYPTION_KEY.
 
 Once listening, one JSON line is printed to stdout: {"event":"listening","url":"http://HOST:PORT"}.
 Logs go to stderr.`;
@@ -36,7 +40,8 @@ export type Command =
   | { kind: 'keys-list' }
   | { kind: 'keys-add' }
   | { kind: 'keys-activate'; kid: string }
-  | { kind: 'keys-retire'; kid: string };
+  | { kind: 'keys-retire'; kid: string }
+  | { kind: 'encryption-key' };
 
 export function parseCli(argv: string[]): { config?: string; command: Command } {
   let parsed: ReturnType<typeof parse>;
@@ -52,6 +57,10 @@ export function parseCli(argv: string[]): { config?: string; command: Command } 
   const [group, action, arg, ...extra] = parsed.positionals;
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
   if (group === undefined) return withConfig({ kind: 'serve' });
+  if (group === 'encryption-key') {
+    if (action !== undefined) throw new UsageError(`unexpected argument "${action}"`);
+    return withConfig({ kind: 'encryption-key' });
+  }
   const need = (what: string) => {
     if (!arg) throw new UsageError(`${group} ${action} needs ${what}`);
     return arg;

@@ -7,11 +7,12 @@ import { join } from 'node:path';
 import { devnetStatus } from '@rgbx/devnet';
 import { createServer, ErrorEnvelope, type Logger, type ServiceApp } from '@rgbx/service-kit';
 import type { Dialect } from '@rgbx/store';
-import { type CloudConfig, REPO_ROOT } from './config.ts';
+import { type CloudConfig, REPO_ROOT, requireEncryptionKey } from './config.ts';
 import { openCloudDatabase } from './db/open.ts';
 import type { CloudDb } from './db/schema.ts';
 import { cloudEnvelope } from './errors.ts';
 import { registerConsole } from './http/console.ts';
+import { requestLogSerializer, scrubLogFields } from './http/log-redaction.ts';
 import { registerRoutes } from './http/routes.ts';
 import type { NodeBackend, NodeDriver } from './nodes/driver.ts';
 import { LocalProcessDriver } from './nodes/local-driver.ts';
@@ -20,8 +21,9 @@ import { NodeManager } from './nodes/manager.ts';
 import type { StatusDeps } from './nodes/status.ts';
 import { Supervisor } from './nodes/supervisor.ts';
 import { Dispatcher, type DispatcherOptions } from './webhooks/dispatcher.ts';
-import { ensureSigningKey, SignerCache } from './webhooks/keys.ts';
-import { AddressPolicy, type Resolver } from './webhooks/ssrf.ts';
+import { SigningKeyVault } from './webhooks/key-vault.ts';
+import { prepareKeyRing, SignerCache } from './webhooks/keys.ts';
+import { AddressPolicy, type Resolver, systemResolver } from './webhooks/ssrf.ts';
 
 export const CLOUD_VERSION = '0.1.0';
 
@@ -41,20 +43,24 @@ export interface Cloud {
   manager: NodeManager;
   supervisor: Supervisor;
   dispatcher: Dispatcher;
+  /** Seals and opens the signing keys' private parts (the configured encryption key). */
+  vault: SigningKeyVault;
   /** Starts the supervisor and the dispatcher (the HTTP app is listened on by the caller). */
   startWorkers(): void;
   /** Stops workers (and node processes with `stopNodes`), then closes the database. */
   close(opts?: { stopNodes?: boolean }): Promise<void>;
 }
 
-/** Where nodes point: `[backend]` if set, else the running devnet in `devnet_dir`. */
+/**
+ * Where nodes point: `[backend]` if set, else the running devnet in `devnet_dir`. No bitcoind RPC
+ * password: the wallet node does not use bitcoind RPC, so its config never carries one.
+ */
 export function backendResolver(cfg: CloudConfig): () => NodeBackend {
   const b = cfg.backend;
   if (b.btc_rpc_address) {
     const fixed: NodeBackend = {
       btcRpcAddress: b.btc_rpc_address,
       btcRpcUser: b.btc_rpc_user ?? '',
-      btcRpcPassword: b.btc_rpc_password ?? '',
       indexerAddress: b.indexer_address ?? '',
       proxyAddress: b.proxy_address ?? [],
     };
@@ -69,7 +75,6 @@ export function backendResolver(cfg: CloudConfig): () => NodeBackend {
     return {
       btcRpcAddress: `${rpc.hostname}:${rpc.port}`,
       btcRpcUser: s.info.bitcoind.rpc_user,
-      btcRpcPassword: s.info.bitcoind.rpc_password,
       indexerAddress: s.info.electrum,
       proxyAddress: [s.info.proxy],
     };
@@ -77,21 +82,26 @@ export function backendResolver(cfg: CloudConfig): () => NodeBackend {
 }
 
 export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Promise<Cloud> {
+  // Before anything is opened: no encryption key, no start (a ConfigError naming the key).
+  const vault = new SigningKeyVault(requireEncryptionKey(cfg));
+  const logger = opts.logger;
   const { db, dialect, close: closeDb } = await openCloudDatabase(cfg.databaseUrl, cfg.dataDir);
   try {
-    await ensureSigningKey(db);
+    const { sealed } = await prepareKeyRing(db, vault, dialect);
+    if (sealed > 0)
+      logger.warn({ sealed }, 'signing keys stored as plain PEM were encrypted with the configured key');
   } catch (err) {
     await closeDb();
     throw err;
   }
-  const logger = opts.logger;
   const w = cfg.webhooks;
   const policy = new AddressPolicy({ allowCidrs: w.allow_cidrs, allowHttp: w.allow_http });
+  const resolver = opts.resolver ?? systemResolver;
   const dispatcher = new Dispatcher({
     db,
-    signer: new SignerCache(db),
+    signer: new SignerCache(db, vault),
     policy,
-    ...(opts.resolver ? { resolver: opts.resolver } : {}),
+    resolver,
     retry: { scheduleMs: w.retry_schedule_ms, jitter: w.jitter, giveUpAfterMs: w.give_up_after_ms },
     connectTimeoutMs: w.connect_timeout_ms,
     requestTimeoutMs: w.request_timeout_ms,
@@ -136,6 +146,8 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     locks,
     supervisor,
     policy,
+    resolver,
+    resolveTimeoutMs: w.connect_timeout_ms,
     dataDir: cfg.dataDir,
     networks: n.networks,
     maxPerAccount: n.max_per_account,
@@ -144,7 +156,15 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
   const app = createServer({
     name: 'cloud',
     version: CLOUD_VERSION,
-    logger,
+    // Request lines log the URL with query values (a pasted `?token=…`) and token-shaped parts
+    // redacted; other fields (a 404's reason names the path) are scrubbed of tokens.
+    logger: logger.child(
+      {},
+      {
+        serializers: { req: requestLogSerializer as (v: unknown) => unknown },
+        formatters: { log: scrubLogFields },
+      },
+    ),
     bodyLimit: cfg.api.body_limit_bytes,
     timeouts: {
       requestTimeout: cfg.api.request_timeout_ms,
@@ -170,6 +190,7 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     manager,
     supervisor,
     dispatcher,
+    vault,
     startWorkers() {
       supervisor.start();
       dispatcher.start();

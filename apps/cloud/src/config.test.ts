@@ -1,7 +1,7 @@
 import { ConfigError } from '@rgbx/service-kit';
 import { describe, expect, it } from 'vitest';
 import { parseCli, UsageError } from './cli.ts';
-import { loadConfig, WALLET_NODE_MAIN } from './config.ts';
+import { loadConfig, requireEncryptionKey, WALLET_NODE_MAIN } from './config.ts';
 
 describe('configuration', () => {
   it('runs with an empty file: devnet backend, SQLite in the data dir, documented defaults', () => {
@@ -33,6 +33,56 @@ describe('configuration', () => {
   });
 });
 
+describe("the signing keys' encryption key", () => {
+  const KEY = 'ab'.repeat(32);
+  it('comes from encryption_key (also through an env reference), or the environment variable', () => {
+    expect(
+      requireEncryptionKey(loadConfig({ text: `[signing_keys]\nencryption_key = "${KEY}"` }, {})),
+    ).toEqual(Buffer.from(KEY, 'hex'));
+    const ref = ['$', '{MY_KEY}'].join('');
+    expect(
+      requireEncryptionKey(
+        loadConfig({ text: `[signing_keys]\nencryption_key = "${ref}"` }, { MY_KEY: KEY }),
+      ),
+    ).toEqual(Buffer.from(KEY, 'hex'));
+    expect(requireEncryptionKey(loadConfig({ text: '' }, { RGBX_CLOUD_ENCRYPTION_KEY: KEY }))).toEqual(
+      Buffer.from(KEY, 'hex'),
+    );
+  });
+
+  it('is refused by name when malformed or given twice, and its absence names the config key', () => {
+    // Malformed: named, and the (almost) secret is not echoed.
+    const nearly = 'ab'.repeat(31);
+    let malformed: unknown;
+    try {
+      loadConfig({ text: `[signing_keys]\nencryption_key = "${nearly}"` }, {});
+    } catch (e) {
+      malformed = e;
+    }
+    expect((malformed as Error).message).toBe(
+      'config: "signing_keys.encryption_key" must be 64 hex characters (got 62 characters)',
+    );
+    expect(() =>
+      loadConfig({ text: `[signing_keys]\nencryption_key = "${KEY}"\nencryption_key_file = "/k"` }, {}),
+    ).toThrow('config: set only one of "signing_keys.encryption_key" and "signing_keys.encryption_key_file"');
+    expect(() =>
+      loadConfig({ text: '[signing_keys]\nencryption_key_file = "/nonexistent/cloud.key"' }, {}),
+    ).toThrow('config: "signing_keys.encryption_key_file" /nonexistent/cloud.key: ENOENT');
+    const cfg = loadConfig({ text: '' }, {});
+    let err: unknown;
+    try {
+      requireEncryptionKey(cfg);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues.map((i) => i.path)).toEqual(['signing_keys.encryption_key']);
+    expect((err as ConfigError).message).toMatch(
+      /^config: no encryption key for the webhook signing keys: set "signing_keys\.encryption_key"/,
+    );
+  });
+});
+
 describe('command line', () => {
   it('parses the service and admin commands', () => {
     expect(parseCli(['-c', 'f.toml'])).toEqual({ config: 'f.toml', command: { kind: 'serve' } });
@@ -42,6 +92,7 @@ describe('command line', () => {
     expect(parseCli(['tokens', 'list', '--json']).command).toEqual({ kind: 'tokens-list', json: true });
     expect(parseCli(['tokens', 'revoke', 'abc']).command).toEqual({ kind: 'tokens-revoke', id: 'abc' });
     expect(parseCli(['keys', 'activate', 'k']).command).toEqual({ kind: 'keys-activate', kid: 'k' });
+    expect(parseCli(['encryption-key']).command).toEqual({ kind: 'encryption-key' });
     for (const bad of [
       ['tokens', 'create'],
       ['tokens', 'revoke'],
@@ -49,6 +100,7 @@ describe('command line', () => {
       ['nope'],
       ['--frob'],
       ['tokens', 'list', 'x', 'y'],
+      ['encryption-key', 'x'],
     ]) {
       expect(() => parseCli(bad), bad.join(' ')).toThrow(UsageError);
     }

@@ -2,9 +2,10 @@
  * The cloud service's TOML configuration (`-c FILE`), checked strictly by the kit's loader.
  * Every key has a default, so an empty file runs a dev cloud on the devnet.
  */
+import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
+import { ConfigError, type ConfigIssue, loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 /** The repository root (src/ and dist/ sit at the same depth). */
@@ -48,12 +49,27 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  /**
+   * The 32-byte AES-256-GCM key that encrypts the webhook signing keys' private parts at rest:
+   * `encryption_key` (64 hex chars, e.g. `"${RGBX_CLOUD_ENCRYPTION_KEY}"`) or `encryption_key_file`
+   * (a file holding them, not readable by group or others). With neither, the environment variable
+   * `RGBX_CLOUD_ENCRYPTION_KEY` is used. The service and the `keys` commands refuse to start without one.
+   */
+  signing_keys: Type.Object(
+    {
+      /** Checked by `loadConfig` (64 hex chars) with a message that never echoes the value. */
+      encryption_key: Type.Optional(Type.String()),
+      encryption_key_file: Type.Optional(Type.String({ minLength: 1 })),
+    },
+    { default: {} },
+  ),
   /** Where hosted nodes point. Without `btc_rpc_address`, the devnet in `devnet_dir` is used. */
   backend: Type.Object(
     {
       devnet_dir: Type.Optional(Type.String({ minLength: 1 })),
       btc_rpc_address: Type.Optional(Type.String({ minLength: 1 })),
       btc_rpc_user: Type.Optional(Type.String()),
+      /** Accepted for older configs and ignored: hosted nodes never get the bitcoind RPC password. */
       btc_rpc_password: Type.Optional(Type.String()),
       indexer_address: Type.Optional(Type.String({ pattern: '^tcp://' })),
       proxy_address: Type.Optional(Type.Array(Type.String({ pattern: '^rpc://' }))),
@@ -116,11 +132,83 @@ export const ConfigSchema = Type.Object({
 
 export type FileConfig = Static<typeof ConfigSchema>;
 
-export interface CloudConfig extends FileConfig {
+/** The environment variable read when the file names no encryption key. */
+export const ENCRYPTION_KEY_ENV = 'RGBX_CLOUD_ENCRYPTION_KEY';
+
+export interface CloudConfig extends Omit<FileConfig, 'signing_keys'> {
   /** Absolute data directory. */
   dataDir: string;
   databaseUrl: string;
   walletNodeMain: string;
+  /**
+   * The signing keys' encryption key (32 bytes), or why there is none: the service and the `keys`
+   * commands call `requireEncryptionKey`, which throws a ConfigError naming the config key.
+   */
+  encryptionKey: { key: Buffer } | { missing: ConfigIssue };
+}
+
+const HEX64 = /^[0-9a-fA-F]{64}$/;
+
+function readEncryptionKey(
+  file: FileConfig,
+  env: Record<string, string | undefined>,
+): { key: Buffer } | { missing: ConfigIssue } | { invalid: ConfigIssue } {
+  const sk = file.signing_keys;
+  if (sk.encryption_key !== undefined && sk.encryption_key_file !== undefined) {
+    return {
+      invalid: {
+        path: 'signing_keys.encryption_key',
+        message: 'set only one of "signing_keys.encryption_key" and "signing_keys.encryption_key_file"',
+      },
+    };
+  }
+  if (sk.encryption_key !== undefined) {
+    if (!HEX64.test(sk.encryption_key))
+      return {
+        invalid: {
+          path: 'signing_keys.encryption_key',
+          message: `"signing_keys.encryption_key" must be 64 hex characters (got ${sk.encryption_key.length} characters)`,
+        },
+      };
+    return { key: Buffer.from(sk.encryption_key, 'hex') };
+  }
+  if (sk.encryption_key_file !== undefined) {
+    const path = resolve(sk.encryption_key_file);
+    const bad = (why: string) => ({
+      invalid: {
+        path: 'signing_keys.encryption_key_file',
+        message: `"signing_keys.encryption_key_file" ${path}: ${why}`,
+      },
+    });
+    try {
+      if ((statSync(path).mode & 0o077) !== 0) return bad('readable by group or others (chmod 600 it)');
+      const text = readFileSync(path, 'utf8').trim();
+      if (!HEX64.test(text)) return bad('expected 64 hex characters');
+      return { key: Buffer.from(text, 'hex') };
+    } catch (err) {
+      return bad((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+    }
+  }
+  const fromEnv = env[ENCRYPTION_KEY_ENV];
+  if (fromEnv !== undefined && fromEnv !== '') {
+    if (!HEX64.test(fromEnv.trim()))
+      return {
+        invalid: {
+          path: 'signing_keys.encryption_key',
+          message: `environment variable ${ENCRYPTION_KEY_ENV} must be 64 hex characters`,
+        },
+      };
+    return { key: Buffer.from(fromEnv.trim(), 'hex') };
+  }
+  return {
+    missing: {
+      path: 'signing_keys.encryption_key',
+      message:
+        'no encryption key for the webhook signing keys: set "signing_keys.encryption_key" (64 hex chars, ' +
+        `e.g. "\${${ENCRYPTION_KEY_ENV}}") or "signing_keys.encryption_key_file", or the environment variable ` +
+        `${ENCRYPTION_KEY_ENV} (make one with \`rgbx-cloud encryption-key\`)`,
+    },
+  };
 }
 
 /** Loads and resolves a configuration (paths relative to the working directory). */
@@ -131,10 +219,20 @@ export function loadConfig(source: { file?: string; text?: string }, env = proce
     { env },
   );
   const dataDir = resolve(file.cloud.data_dir);
+  const key = readEncryptionKey(file, env);
+  if ('invalid' in key) throw new ConfigError([key.invalid], source.file ? { file: source.file } : {});
+  const { signing_keys: _sk, ...rest } = file;
   return {
-    ...file,
+    ...rest,
     dataDir,
     databaseUrl: file.database.url ?? `sqlite:${resolve(dataDir, 'cloud.db')}`,
     walletNodeMain: file.nodes.wallet_node_main ? resolve(file.nodes.wallet_node_main) : WALLET_NODE_MAIN,
+    encryptionKey: key,
   };
+}
+
+/** The signing keys' encryption key; a ConfigError naming `signing_keys.encryption_key` when none is configured. */
+export function requireEncryptionKey(cfg: Pick<CloudConfig, 'encryptionKey'>): Buffer {
+  if ('missing' in cfg.encryptionKey) throw new ConfigError([cfg.encryptionKey.missing]);
+  return cfg.encryptionKey.key;
 }

@@ -4,7 +4,7 @@
  * event delivered, in order per node), the interrupted attempt is logged, and the node processes
  * are re-adopted (same pids, one process per node), never started twice.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestPgDatabase } from '@rgbx/store';
@@ -149,11 +149,34 @@ describe.each([
     expect(all.some((e) => e.attemptLog.some((a) => a.outcome === 'interrupted'))).toBe(true);
     expect((await nodes()).every((n) => n.status === 'RUNNING')).toBe(true);
 
+    // A token pasted into a query string or a path is answered as usual but never logged.
+    const secret = token.slice(23);
+    const pasted = [
+      [`/api/nodes?token=${token}`, 401, '/api/nodes?token=[redacted]'],
+      [
+        `/api/nodes?limit=5&access_token=${encodeURIComponent(token)}`,
+        401,
+        '/api/nodes?limit=5&access_token=[redacted]',
+      ],
+      [`/console/?${token}`, 200, '/console/?[redacted]'],
+      [`/api/${token}`, 404, '/api/[redacted]'],
+      [`/nope?x=${token.replace('r', '%72')}`, 404, '/nope?x=[redacted]'],
+    ] as const;
+    for (const [path, status] of pasted)
+      expect((await fetch(`${cloud.url}${path}`)).status, path).toBe(status);
     // Logs carry no secrets: no token, no RPC password.
     const logs = cloud.stderr();
     expect(logs).toContain('cloud started');
-    expect(logs).not.toContain(token.slice(23));
+    for (const [, , logged] of pasted) expect(logs).toContain(`"url":"${logged}"`);
+    expect(logs).not.toContain(secret);
+    expect(logs).not.toContain(encodeURIComponent(secret));
     expect(logs).not.toContain('test-password');
+    // Nor do the hosted nodes' configs: the wallet node never reads the bitcoind RPC password.
+    for (const id of ids) {
+      const nodeToml = readFileSync(join(dir, 'nodes', id, 'node.toml'), 'utf8');
+      expect(nodeToml).toMatch(/^btc_rpc_password = ""$/m);
+      expect(nodeToml).not.toContain('test-password');
+    }
 
     // SIGTERM: a clean exit that leaves the nodes running (stop_on_shutdown = false).
     cloud.child.kill('SIGTERM');

@@ -4,19 +4,33 @@
  * (`tokens …`, `keys …`). Admin commands work on the same database, with or without the service
  * running.
  */
+import { randomBytes } from 'node:crypto';
 import { ConfigError, createLogger, formatConfigError, runService } from '@rgbx/service-kit';
 import { createToken, listTokens, revokeToken } from './auth/tokens.ts';
 import { type Command, parseCli, USAGE, UsageError } from './cli.ts';
 import { buildCloud } from './cloud.ts';
-import { type CloudConfig, loadConfig } from './config.ts';
+import { type CloudConfig, loadConfig, requireEncryptionKey } from './config.ts';
 import { openCloudDatabase } from './db/open.ts';
-import { activateKey, addKey, ensureSigningKey, KeyRingError, listKeys, retireKey } from './webhooks/keys.ts';
+import { KeyVaultError, SigningKeyVault } from './webhooks/key-vault.ts';
+import { activateKey, addKey, KeyRingError, listKeys, prepareKeyRing, retireKey } from './webhooks/keys.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
 async function admin(cfg: CloudConfig, command: Command): Promise<number> {
-  const { db, close } = await openCloudDatabase(cfg.databaseUrl, cfg.dataDir);
+  // Token commands do not touch the signing keys and work without the encryption key.
+  const vault = command.kind.startsWith('keys-') ? new SigningKeyVault(requireEncryptionKey(cfg)) : undefined;
+  const { db, dialect, close } = await openCloudDatabase(cfg.databaseUrl, cfg.dataDir);
   try {
+    if (vault) {
+      try {
+        await prepareKeyRing(db, vault, dialect);
+      } catch (err) {
+        // A stored key that does not open with the configured encryption key: a configuration error.
+        if (!(err instanceof KeyRingError || err instanceof KeyVaultError)) throw err;
+        process.stderr.write(`rgbx-cloud: ${err.message}\n`);
+        return 2;
+      }
+    }
     switch (command.kind) {
       case 'tokens-create': {
         const { token, info } = await createToken(db, command.account, command.name);
@@ -43,12 +57,10 @@ async function admin(cfg: CloudConfig, command: Command): Promise<number> {
         return 1;
       }
       case 'keys-list':
-        await ensureSigningKey(db);
         out(JSON.stringify(await listKeys(db), null, 2));
         return 0;
       case 'keys-add':
-        await ensureSigningKey(db);
-        out(JSON.stringify({ keyId: await addKey(db), status: 'published' }));
+        out(JSON.stringify({ keyId: await addKey(db, vault!), status: 'published' }));
         return 0;
       case 'keys-activate':
         await activateKey(db, command.kid);
@@ -62,7 +74,7 @@ async function admin(cfg: CloudConfig, command: Command): Promise<number> {
         return 2;
     }
   } catch (err) {
-    if (err instanceof KeyRingError) {
+    if (err instanceof KeyRingError || err instanceof KeyVaultError) {
       process.stderr.write(`rgbx-cloud: ${err.message}\n`);
       return 1;
     }
@@ -81,7 +93,12 @@ async function main(): Promise<number | undefined> {
       out(USAGE);
       return 0;
     }
+    if (cli.command.kind === 'encryption-key') {
+      out(randomBytes(32).toString('hex'));
+      return 0;
+    }
     cfg = loadConfig(cli.config === undefined ? {} : { file: cli.config });
+    if (cli.command.kind === 'serve' || cli.command.kind.startsWith('keys-')) requireEncryptionKey(cfg);
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`rgbx-cloud: ${err.message}\n\n${USAGE}\n`);
@@ -96,7 +113,17 @@ async function main(): Promise<number | undefined> {
   if (cli.command.kind !== 'serve') return admin(cfg, cli.command);
 
   const logger = createLogger({ name: 'cloud', level: cfg.cloud.log_level, destination: 2 });
-  const cloud = await buildCloud(cfg, { logger });
+  let cloud: Awaited<ReturnType<typeof buildCloud>>;
+  try {
+    cloud = await buildCloud(cfg, { logger });
+  } catch (err) {
+    // A key that does not open (wrong or changed encryption key) stops the start with its reason.
+    if (err instanceof KeyRingError || err instanceof KeyVaultError) {
+      process.stderr.write(`rgbx-cloud: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
   const svc = await runService({
     app: cloud.app,
     host: cfg.api.listen_address,

@@ -2,6 +2,7 @@
  * `generateOpenApi()`: the cloud API's OpenAPI document, built from the route schemas without
  * listening or starting workers (an in-memory SQLite database, a throwaway data dir).
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ export async function generateOpenApi(): Promise<unknown> {
   const dir = mkdtempSync(join(tmpdir(), 'cloud-openapi-'));
   try {
     const cfg = loadConfig({
-      text: `[cloud]\ndata_dir = ${JSON.stringify(dir)}\n[database]\nurl = "sqlite::memory:"\n[backend]\nbtc_rpc_address = "127.0.0.1:18443"\n`,
+      text: `[cloud]\ndata_dir = ${JSON.stringify(dir)}\n[database]\nurl = "sqlite::memory:"\n[backend]\nbtc_rpc_address = "127.0.0.1:18443"\n[signing_keys]\nencryption_key = "${randomBytes(32).toString('hex')}"\n`,
     });
     const cloud = await buildCloud(cfg, { logger: createLogger({ name: 'openapi', level: 'silent' }) });
     try {

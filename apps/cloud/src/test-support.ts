@@ -129,6 +129,9 @@ export class TestReceiver {
   }
 }
 
+/** The signing keys' encryption key of test configs (tests only). */
+export const TEST_ENCRYPTION_KEY = '5a'.repeat(32);
+
 export interface TestConfigOptions {
   dir: string;
   databaseUrl: string;
@@ -139,6 +142,8 @@ export interface TestConfigOptions {
   webhooks?: string;
   backend?: string;
   logLevel?: string;
+  /** The `[signing_keys]` section's body; default `encryption_key = TEST_ENCRYPTION_KEY`. */
+  signingKeys?: string;
 }
 
 export function testConfigText(o: TestConfigOptions): string {
@@ -150,6 +155,8 @@ export function testConfigText(o: TestConfigOptions): string {
     'port = 0',
     '[database]',
     `url = ${JSON.stringify(o.databaseUrl)}`,
+    '[signing_keys]',
+    o.signingKeys ?? `encryption_key = "${TEST_ENCRYPTION_KEY}"`,
     '[backend]',
     o.backend ??
       [

@@ -4,7 +4,7 @@
  * (`apps/wallet-node/dist/main.js`) pointed at that devnet, and an HTTPS receiver verifying every
  * webhook with the public key fetched from the API.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
@@ -45,8 +45,10 @@ describe.each([
 ])('real wallet nodes, cloud on %s', (_name, dbUrl) => {
   let cloud: Cloud;
   let token: string;
+  let cloudDir = '';
   beforeAll(async () => {
     const dir = mkdtempSync(join(root, 'cloud-'));
+    cloudDir = dir;
     cloud = await buildCloud(
       testConfig({
         dir,
@@ -98,6 +100,11 @@ describe.each([
     expect((await fetch(`${apiUrl}/healthcheck`)).status).toBe(200);
     const version = await fetch(`${apiUrl}/version`);
     expect(version.status).toBe(200);
+    // ...running without the devnet's bitcoind RPC password, which its config does not carry.
+    const nodeToml = readFileSync(join(cloudDir, 'nodes', id, 'node.toml'), 'utf8');
+    expect(nodeToml).toContain(`btc_rpc_user = ${JSON.stringify(devnet.info.bitcoind.rpc_user)}`);
+    expect(nodeToml).toMatch(/^btc_rpc_password = ""$/m);
+    expect(nodeToml).not.toContain(devnet.info.bitcoind.rpc_password);
 
     await api('POST', `/api/nodes/${id}/stop`);
     await until('PAUSED', async () => (await status(id)) === 'PAUSED', 30_000, 200);

@@ -31,18 +31,34 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** Hostile DNS: names that resolve to private, link-local or mixed addresses. */
-const DNS: Record<string, string[]> = {
+/**
+ * Hostile DNS that rebinds (TTL 0): the first lookup of each of these names answers a public
+ * address (so the URL passes the check at creation), every later one (the deliveries) private,
+ * link-local, mapped, IPv4-compatible or mixed addresses; with `rebound` set, every lookup does.
+ */
+const REBOUND: Record<string, string[]> = {
   'evil.test': ['10.0.0.7'],
   'metadata.test': ['169.254.169.254'],
   'mapped.test': ['::ffff:10.0.0.1'],
+  'compat.test': ['::7f00:1'],
   'ula.test': ['fd00::1'],
   'mixed.test': ['93.184.216.34', '192.168.1.1'],
 };
-const resolver: Resolver = async (host) =>
-  DNS[host]
-    ? DNS[host].map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
-    : systemResolver(host);
+/** A resolver per cloud under test (each has its own "first lookup"). */
+function rebindingDns() {
+  const state = { rebound: false, looked: new Set<string>() };
+  const resolver: Resolver = async (host) => {
+    const addrs = REBOUND[host];
+    if (!addrs) return systemResolver(host);
+    const first = !state.rebound && !state.looked.has(host);
+    state.looked.add(host);
+    return (first ? ['93.184.216.34'] : addrs).map((address) => ({
+      address,
+      family: address.includes(':') ? 6 : 4,
+    }));
+  };
+  return { state, resolver };
+}
 
 const bodyOf = (r: Received) =>
   JSON.parse(r.body.toString('utf8')) as { nodeId: string; details: { status: string } };
@@ -55,6 +71,7 @@ describe.each([
   let receiver: TestReceiver;
   let token: string;
   let accountId: string;
+  const dns = rebindingDns();
 
   beforeAll(async () => {
     const dir = mkdtempSync(join(root, 'c-'));
@@ -67,7 +84,7 @@ describe.each([
         webhooks:
           'retry_schedule_ms = [150, 300]\njitter = 0\nrequest_timeout_ms = 1000\ngive_up_after_ms = 2500',
       }),
-      { logger: createLogger({ name: 'wh-test', level: 'silent' }), resolver },
+      { logger: createLogger({ name: 'wh-test', level: 'silent' }), resolver: dns.resolver },
     );
     cloud.dispatcher.start(); // the supervisor stays off: no processes in this file
     const t = await createToken(cloud.db, 'acme', 'test');
@@ -215,9 +232,9 @@ describe.each([
     receiver.respond = () => ({ status: 200, body: '{"message":"ok"}' });
   });
 
-  it('refuses private, link-local and mapped destinations after DNS resolution', async () => {
+  it('refuses private, link-local and mapped destinations resolved at delivery (DNS rebinding after creation)', async () => {
     const ids = await Promise.all(
-      Object.keys(DNS).map((host) => node(`ssrf-${host}`, `https://${host}:${receiver.port}/hook`)),
+      Object.keys(REBOUND).map((host) => node(`ssrf-${host}`, `https://${host}:${receiver.port}/hook`)),
     );
     for (const id of ids) {
       await until('blocked attempts', async () => ((await events(id))[0]?.attempts ?? 0) >= 2);
@@ -227,11 +244,29 @@ describe.each([
       );
     }
     expect(receiver.requests.filter((r) => ids.includes(bodyOf(r).nodeId))).toEqual([]);
+    // Resolving to those addresses already, the same names are refused when a URL is set; nothing is written.
+    dns.state.rebound = true;
+    for (const host of Object.keys(REBOUND)) {
+      const r = await api('POST', '/api/nodes', {
+        name: `late-${host}`,
+        network: 'regtest',
+        settings: { webhookUrl: `https://${host}/hook` },
+      });
+      expect(r.statusCode, host).toBe(400);
+      expect(r.json().error.code, host).toBe('INVALID_WEBHOOK_URL');
+      expect(r.json().error.message, host).toMatch(
+        new RegExp(
+          `^invalid webhookUrl: ${host.replace('.', '\\.')} resolves to a refused address: requests to .* are blocked`,
+        ),
+      );
+    }
+    const names = (await cloud.db.selectFrom('nodes').select('name').execute()).map((n) => n.name);
+    expect(names.filter((n) => n.startsWith('late-'))).toEqual([]);
   });
 
   it('rotates keys: publish, then sign with the new key, then retire the old one', async () => {
     const k0 = (await api('GET', '/api/webhook-public-key')).json();
-    const kid1 = await addKey(cloud.db);
+    const kid1 = await addKey(cloud.db, cloud.vault);
     const k1 = (await api('GET', '/api/webhook-public-key')).json();
     expect(k1.keyId).toBe(k0.keyId);
     expect(k1.keys.map((k: { keyId: string; status: string }) => [k.keyId, k.status])).toEqual([
@@ -262,7 +297,7 @@ describe.each([
       .selectAll()
       .where('kid', '=', k0.keyId)
       .executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ status: 'retired', private_pem: '' });
+    expect(row).toMatchObject({ status: 'retired', private_key_sealed: '' });
   });
 
   it('prunes delivered events past the retention period, keeping abandoned and pending ones', async () => {
@@ -298,9 +333,18 @@ describe('without a dev allowlist', () => {
     const dir = mkdtempSync(join(root, 'strict-'));
     const receiver = await new TestReceiver(tls).start();
     const base = testConfig({ dir, databaseUrl: `sqlite:${join(dir, 'c.db')}`, caFile: tls.certFile });
+    // `rebind.test` answers a public address to its first lookup (the check at creation), loopback
+    // afterwards; `nx.test` does not exist.
+    let lookups = 0;
+    const rebinding: Resolver = async (host) =>
+      host === 'rebind.test'
+        ? [{ address: lookups++ === 0 ? '93.184.216.34' : '127.0.0.1', family: 4 }]
+        : host === 'nx.test'
+          ? Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND nx.test'), { code: 'ENOTFOUND' }))
+          : systemResolver(host); // localhost: the machine's own resolver
     const cloud = await buildCloud(
       { ...base, webhooks: { ...base.webhooks, allow_cidrs: [], retry_schedule_ms: [100], jitter: 0 } },
-      { logger: createLogger({ name: 'strict', level: 'silent' }) },
+      { logger: createLogger({ name: 'strict', level: 'silent' }), resolver: rebinding },
     );
     cloud.dispatcher.start();
     try {
@@ -316,21 +360,37 @@ describe('without a dev allowlist', () => {
             settings: { webhookUrl },
           },
         });
-      for (const url of [
-        `https://127.0.0.1:${receiver.port}/`,
-        `https://[::1]:${receiver.port}/`,
-        `https://169.254.169.254/latest/meta-data`,
-        `http://localhost:${receiver.port}/`,
-      ]) {
+      for (const [url, message] of [
+        [
+          `https://127.0.0.1:${receiver.port}/`,
+          'requests to 127.0.0.1 are blocked (non-public address: loopback)',
+        ],
+        [`https://[::1]:${receiver.port}/`, 'requests to ::1 are blocked (non-public address: loopback)'],
+        [
+          'https://169.254.169.254/latest/meta-data',
+          'requests to 169.254.169.254 are blocked (non-public address: link-local, cloud metadata)',
+        ],
+        [`http://localhost:${receiver.port}/`, 'the scheme must be https'],
+        // A name that resolves to loopback is refused when it is set, not only at delivery.
+        [
+          `https://localhost:${receiver.port}/`,
+          /^localhost resolves to a refused address: requests to (127\.0\.0\.1|::1) are blocked \(non-public address: loopback\)$/,
+        ],
+        ['https://nx.test/', 'nx.test does not resolve (ENOTFOUND)'],
+      ] as const) {
         const r = await create(url);
         expect(r.statusCode, url).toBe(400);
         expect(r.json().error.code).toBe('INVALID_WEBHOOK_URL');
+        const m = r.json().error.message as string;
+        if (typeof message === 'string') expect(m).toBe(`invalid webhookUrl: ${message}`);
+        else expect(m.replace('invalid webhookUrl: ', '')).toMatch(message);
       }
-      // A name passes creation; the resolved loopback address is refused at connect time.
+      expect(await cloud.db.selectFrom('nodes').selectAll().execute()).toEqual([]);
+      // A name that passed the check and then rebinds to loopback is refused at connect time.
       const n = await cloud.manager.create(info.accountId, {
         name: 'loop',
         network: 'regtest',
-        webhookUrl: `https://localhost:${receiver.port}/`,
+        webhookUrl: `https://rebind.test:${receiver.port}/`,
       });
       await until('blocked', async () => {
         const a = await cloud.db.selectFrom('webhook_attempts').selectAll().execute();
@@ -341,7 +401,9 @@ describe('without a dev allowlist', () => {
         .selectAll()
         .where('node_id', '=', n.id)
         .executeTakeFirstOrThrow();
-      expect(ev.last_error).toMatch(/127\.0\.0\.1|::1/);
+      expect(ev.last_error).toBe(
+        'EBLOCKED: rebind.test: requests to 127.0.0.1 are blocked (non-public address: loopback)',
+      );
       expect(receiver.requests).toEqual([]);
     } finally {
       await cloud.close();

@@ -115,5 +115,15 @@ export const cloudMigrations: MigrationSet = (dialect) => {
           .execute();
       },
     },
+    // The private part of a signing key is stored sealed (AES-256-GCM, see webhooks/key-vault.ts).
+    // Rows written before are sealed by the service at its next start (`sealSigningKeys`).
+    '0002_sealed_signing_keys': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .alterTable('signing_keys')
+          .renameColumn('private_pem', 'private_key_sealed')
+          .execute();
+      },
+    },
   };
 };

@@ -38,7 +38,11 @@ export interface ApiTokensTable {
 
 export interface SigningKeysTable {
   kid: string;
-  private_pem: string;
+  /**
+   * The PKCS#8 PEM sealed with AES-256-GCM (`rgbxc-sk1.…`, webhooks/key-vault.ts); `''` once retired.
+   * A plain PEM here (written before 0002) is sealed at the next start.
+   */
+  private_key_sealed: string;
   public_pem: string;
   status: KeyStatus;
   created_at: Ms;

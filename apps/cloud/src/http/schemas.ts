@@ -18,10 +18,11 @@ const Status = Type.Union([
 ]);
 const IsoOrNull = Type.Union([Type.String(), Type.Null()]);
 
+/** An empty string is a 400 INVALID_WEBHOOK_URL (checked by the manager, with a clearer message than the schema's). */
 export const WebhookUrl = Type.String({
-  minLength: 1,
   maxLength: 2048,
-  description: 'HTTPS URL of the receiving endpoint',
+  description:
+    'HTTPS URL of the receiving endpoint; its host must resolve to public addresses only. `null` turns webhooks off; an empty string is refused (400 INVALID_WEBHOOK_URL)',
 });
 
 export const NodeIdParams = Type.Object({ nodeId: Type.String({ format: 'uuid' }) });

@@ -36,11 +36,13 @@ export interface NodeDriver {
   onExit?(listener: (nodeId: string, pid: number) => void): void;
 }
 
-/** The backends a node points at (the devnet's by default). */
+/**
+ * The backends a node points at (the devnet's by default). There is deliberately no bitcoind RPC
+ * password: the wallet node never reads it, so hosted nodes' configs do not carry it.
+ */
 export interface NodeBackend {
   btcRpcAddress: string;
   btcRpcUser: string;
-  btcRpcPassword: string;
   indexerAddress: string;
   proxyAddress: string[];
 }

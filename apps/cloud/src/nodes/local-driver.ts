@@ -134,7 +134,8 @@ export class LocalProcessDriver implements NodeDriver {
         `network = ${tomlString(spec.network)}`,
         `btc_rpc_address = ${tomlString(b.btcRpcAddress)}`,
         `btc_rpc_user = ${tomlString(b.btcRpcUser)}`,
-        `btc_rpc_password = ${tomlString(b.btcRpcPassword)}`,
+        // Required by the wallet node's config schema but never read by it: the password stays out.
+        'btc_rpc_password = ""',
         `indexer_address = ${tomlString(b.indexerAddress)}`,
         `proxy_address = [${b.proxyAddress.map(tomlString).join(', ')}]`,
         '',

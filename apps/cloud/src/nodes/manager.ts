@@ -9,8 +9,7 @@ import { isUniqueViolation } from '@rgbx/store';
 import type { CloudDb, NodeStatus } from '../db/schema.ts';
 import { CloudErrors } from '../errors.ts';
 import { enqueueStatusEvent } from '../webhooks/outbox.ts';
-import type { AddressPolicy } from '../webhooks/ssrf.ts';
-import { webhookUrlProblem } from '../webhooks/ssrf.ts';
+import { type AddressPolicy, checkWebhookUrl, type Resolver } from '../webhooks/ssrf.ts';
 import type { NodeLocks } from './locks.ts';
 import { changeNode, type NodeRow, type StatusDeps } from './status.ts';
 import type { Supervisor } from './supervisor.ts';
@@ -20,6 +19,10 @@ export interface ManagerOptions {
   locks: NodeLocks;
   supervisor: Supervisor;
   policy: AddressPolicy;
+  /** Resolves webhook host names when a URL is set (the dispatcher's resolver). */
+  resolver: Resolver;
+  /** Bound on that resolution. */
+  resolveTimeoutMs: number;
   dataDir: string;
   networks: readonly string[];
   maxPerAccount: number;
@@ -39,9 +42,15 @@ export class NodeManager {
     return this.o.deps.db;
   }
 
-  private checkUrl(url: string | null | undefined): void {
+  /**
+   * `null` (or leaving the key out) means no webhooks; an empty string is refused rather than read
+   * as "off". A host name is resolved and refused if any of its addresses is.
+   */
+  private async checkUrl(url: string | null | undefined): Promise<void> {
     if (url === undefined || url === null) return;
-    const why = webhookUrlProblem(url, this.o.policy);
+    if (url.trim() === '')
+      throw CloudErrors.INVALID_WEBHOOK_URL.create('empty (send null to turn webhooks off)');
+    const why = await checkWebhookUrl(url, this.o.policy, this.o.resolver, this.o.resolveTimeoutMs);
     if (why) throw CloudErrors.INVALID_WEBHOOK_URL.create(why);
   }
 
@@ -75,7 +84,7 @@ export class NodeManager {
     if (!this.o.networks.includes(input.network)) {
       throw CloudErrors.UNSUPPORTED_NETWORK.create(input.network, this.o.networks.join(', '));
     }
-    this.checkUrl(input.webhookUrl);
+    await this.checkUrl(input.webhookUrl);
     const count = await this.db
       .selectFrom('nodes')
       .select(this.db.fn.countAll<number | string>().as('n'))
@@ -196,12 +205,13 @@ export class NodeManager {
   }
 
   /** Changes settings; IN_PROGRESS while it applies, then back to what the node really is. */
-  updateSettings(
+  async updateSettings(
     accountId: string,
     nodeId: string,
     settings: { webhookUrl?: string | null },
   ): Promise<NodeRow> {
-    this.checkUrl(settings.webhookUrl);
+    await this.get(accountId, nodeId); // an unknown node is a 404 before the URL is looked at
+    await this.checkUrl(settings.webhookUrl);
     return this.locked(accountId, nodeId, async (n) => {
       this.notBusy(n);
       if (settings.webhookUrl === undefined || settings.webhookUrl === n.webhook_url) return n;

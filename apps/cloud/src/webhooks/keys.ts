@@ -3,13 +3,16 @@
  * delivery), any number `published` (announced by `GET /api/webhook-public-key` so receivers can
  * pin them before they sign), and `retired` ones (private part erased). Rotation: `keys add` →
  * receivers fetch the new key → `keys activate KID` → `keys retire OLD_KID`.
- * The key id is the RFC 7638 JWK thumbprint (SHA-256, base64url).
+ * The key id is the RFC 7638 JWK thumbprint (SHA-256, base64url). Private parts are stored only
+ * sealed by the `SigningKeyVault` (AES-256-GCM under the configured encryption key).
  */
-import { createHash, createPrivateKey, generateKeyPair, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import { isUniqueViolation } from '@rgbx/store';
+import { type Dialect, isUniqueViolation } from '@rgbx/store';
+import { sql } from 'kysely';
 import type { CloudDb, KeyStatus } from '../db/schema.ts';
 import { num } from '../db/schema.ts';
+import { KeyVaultError, SigningKeyVault } from './key-vault.ts';
 
 const generate = promisify(generateKeyPair);
 
@@ -35,33 +38,120 @@ export function keyIdOf(publicKey: KeyObject): string {
   return createHash('sha256').update(canonical).digest('base64url');
 }
 
-async function newKey(): Promise<{ kid: string; privatePem: string; publicPem: string }> {
+async function newKey(vault: SigningKeyVault): Promise<{ kid: string; sealed: string; publicPem: string }> {
   const { privateKey, publicKey } = await generate('rsa', {
     modulusLength: KEY_BITS,
     publicExponent: 0x10001,
   });
+  const kid = keyIdOf(publicKey);
   return {
-    kid: keyIdOf(publicKey),
-    privatePem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+    kid,
+    sealed: vault.seal(privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, kid),
     publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
   };
 }
 
+/** The private key of a row, checked against the row's key id. */
+function openPrivateKey(vault: SigningKeyVault, kid: string, sealed: string): KeyObject {
+  const key = createPrivateKey(vault.open(sealed, kid));
+  if (keyIdOf(createPublicKey(key)) !== kid)
+    throw new KeyRingError(`signing key ${kid}: the stored private key belongs to another key`);
+  return key;
+}
+
+/**
+ * Run at every start (service and `keys` commands): seals any private key still stored as plain
+ * PEM (rows written before encryption at rest), then opens every stored private key once, so a
+ * wrong or changed encryption key stops the start with a clear message instead of failing the first
+ * delivery. Returns how many plain keys were sealed.
+ */
+export async function sealSigningKeys(
+  db: CloudDb,
+  vault: SigningKeyVault,
+  dialect: Dialect,
+): Promise<number> {
+  const rows = await db
+    .selectFrom('signing_keys')
+    .select(['kid', 'private_key_sealed'])
+    .where('private_key_sealed', '!=', '')
+    .execute();
+  let sealed = 0;
+  for (const r of rows) {
+    if (SigningKeyVault.isSealed(r.private_key_sealed)) {
+      try {
+        openPrivateKey(vault, r.kid, r.private_key_sealed);
+      } catch (err) {
+        throw new KeyRingError(err instanceof KeyVaultError ? err.message : `signing key ${r.kid}: ${err}`, {
+          cause: err,
+        });
+      }
+      continue;
+    }
+    let key: KeyObject;
+    try {
+      key = createPrivateKey(r.private_key_sealed);
+    } catch (err) {
+      throw new KeyRingError(`signing key ${r.kid}: stored private key is neither sealed nor a PEM key`, {
+        cause: err,
+      });
+    }
+    if (keyIdOf(createPublicKey(key)) !== r.kid)
+      throw new KeyRingError(`signing key ${r.kid}: the stored private key belongs to another key`);
+    const pem = key.export({ type: 'pkcs8', format: 'pem' }) as string;
+    // Compare-and-set: a concurrent start sealing the same row makes this a no-op.
+    const res = await db
+      .updateTable('signing_keys')
+      .set({ private_key_sealed: vault.seal(pem, r.kid) })
+      .where('kid', '=', r.kid)
+      .where('private_key_sealed', '=', r.private_key_sealed)
+      .executeTakeFirst();
+    sealed += Number(res.numUpdatedRows);
+  }
+  if (sealed > 0) await purgeOldVersions(db, dialect);
+  return sealed;
+}
+
+/**
+ * After plain keys were overwritten: make the database drop the old row versions, so the plain
+ * PEM does not linger in it. SQLite runs with `secure_delete` (freed space is zeroed, see
+ * db/open.ts); a checkpoint moves the new pages into the database file and empties the WAL.
+ * PostgreSQL keeps dead row versions until vacuumed; VACUUM FULL rewrites the (tiny) table.
+ * Backups and archived WAL taken before still hold them: rotate the keys (README).
+ */
+async function purgeOldVersions(db: CloudDb, dialect: Dialect): Promise<void> {
+  if (dialect === 'sqlite') await sql`pragma wal_checkpoint(TRUNCATE)`.execute(db);
+  else await sql`vacuum full signing_keys`.execute(db);
+}
+
+/** `sealSigningKeys`, then `ensureSigningKey`: what every start does before signing. */
+export async function prepareKeyRing(
+  db: CloudDb,
+  vault: SigningKeyVault,
+  dialect: Dialect,
+): Promise<{ currentKid: string; sealed: number }> {
+  const sealed = await sealSigningKeys(db, vault, dialect);
+  return { currentKid: await ensureSigningKey(db, vault), sealed };
+}
+
 /** Generates the first key at first start; later starts keep the stored one. Returns the current kid. */
-export async function ensureSigningKey(db: CloudDb, now = Date.now()): Promise<string> {
+export async function ensureSigningKey(
+  db: CloudDb,
+  vault: SigningKeyVault,
+  now = Date.now(),
+): Promise<string> {
   const cur = await db
     .selectFrom('signing_keys')
     .select('kid')
     .where('status', '=', 'current')
     .executeTakeFirst();
   if (cur) return cur.kid;
-  const k = await newKey();
+  const k = await newKey(vault);
   try {
     await db
       .insertInto('signing_keys')
       .values({
         kid: k.kid,
-        private_pem: k.privatePem,
+        private_key_sealed: k.sealed,
         public_pem: k.publicPem,
         status: 'current',
         created_at: now,
@@ -83,13 +173,13 @@ export async function ensureSigningKey(db: CloudDb, now = Date.now()): Promise<s
 }
 
 /** Adds a new key, published but not yet signing. */
-export async function addKey(db: CloudDb, now = Date.now()): Promise<string> {
-  const k = await newKey();
+export async function addKey(db: CloudDb, vault: SigningKeyVault, now = Date.now()): Promise<string> {
+  const k = await newKey(vault);
   await db
     .insertInto('signing_keys')
     .values({
       kid: k.kid,
-      private_pem: k.privatePem,
+      private_key_sealed: k.sealed,
       public_pem: k.publicPem,
       status: 'published',
       created_at: now,
@@ -137,7 +227,7 @@ export async function retireKey(db: CloudDb, kid: string, now = Date.now()): Pro
   if (row.status === 'retired') return;
   await db
     .updateTable('signing_keys')
-    .set({ status: 'retired', retired_at: now, private_pem: '' })
+    .set({ status: 'retired', retired_at: now, private_key_sealed: '' })
     .where('kid', '=', kid)
     .execute();
 }
@@ -180,10 +270,12 @@ export class SignerCache {
   private cached: Signer | undefined;
   private checkedAt = 0;
   private readonly db: CloudDb;
+  private readonly vault: SigningKeyVault;
   private readonly ttlMs: number;
 
-  constructor(db: CloudDb, ttlMs = 1_000) {
+  constructor(db: CloudDb, vault: SigningKeyVault, ttlMs = 1_000) {
     this.db = db;
+    this.vault = vault;
     this.ttlMs = ttlMs;
   }
 
@@ -191,12 +283,15 @@ export class SignerCache {
     if (this.cached && now - this.checkedAt < this.ttlMs) return this.cached;
     const row = await this.db
       .selectFrom('signing_keys')
-      .select(['kid', 'private_pem'])
+      .select(['kid', 'private_key_sealed'])
       .where('status', '=', 'current')
       .executeTakeFirst();
     if (!row) throw new KeyRingError('no current signing key');
     if (this.cached?.keyId !== row.kid)
-      this.cached = { keyId: row.kid, privateKey: createPrivateKey(row.private_pem) };
+      this.cached = {
+        keyId: row.kid,
+        privateKey: openPrivateKey(this.vault, row.kid, row.private_key_sealed),
+      };
     this.checkedAt = now;
     return this.cached;
   }

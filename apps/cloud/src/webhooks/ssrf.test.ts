@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { AddressPolicy, guardedLookup, unmapIPv4, webhookUrlProblem } from './ssrf.ts';
+import {
+  AddressPolicy,
+  checkWebhookUrl,
+  guardedLookup,
+  type Resolver,
+  unmapIPv4,
+  webhookUrlProblem,
+} from './ssrf.ts';
 
 describe('AddressPolicy', () => {
   const strict = new AddressPolicy();
@@ -90,5 +97,49 @@ describe('guardedLookup', () => {
     expect(await lookup(['93.184.216.34'], true)).toEqual([null, [{ address: '93.184.216.34', family: 4 }]]);
     expect(await lookup(['2606:4700::1'], false)).toEqual([null, '2606:4700::1', 6]);
     expect(((await lookup([], false))[0] as { code: string }).code).toBe('ENOTFOUND');
+  });
+});
+
+describe('checkWebhookUrl (when a URL is set)', () => {
+  const strict = new AddressPolicy();
+  const dns: Record<string, string[]> = {
+    'public.test': ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946'],
+    'loop.test': ['127.0.0.1'],
+    'half.test': ['93.184.216.34', '::ffff:0:a00:1'],
+    'empty.test': [],
+  };
+  const resolver: Resolver = async (host) => {
+    if (host === 'slow.test') return new Promise(() => {});
+    const a = dns[host];
+    if (!a) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    return a.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
+  it('resolves the host and refuses it when any address is refused or it does not resolve', async () => {
+    expect(await checkWebhookUrl('https://public.test/hook', strict, resolver)).toBeUndefined();
+    expect(await checkWebhookUrl('https://loop.test/hook', strict, resolver)).toBe(
+      'loop.test resolves to a refused address: requests to 127.0.0.1 are blocked (non-public address: loopback)',
+    );
+    expect(await checkWebhookUrl('https://half.test/hook', strict, resolver)).toBe(
+      'half.test resolves to a refused address: requests to ::ffff:0:a00:1 are blocked (non-public address: IPv4-translated)',
+    );
+    expect(await checkWebhookUrl('https://empty.test/', strict, resolver)).toBe(
+      'empty.test does not resolve (no address)',
+    );
+    expect(await checkWebhookUrl('https://nx.test/', strict, resolver)).toBe(
+      'nx.test does not resolve (ENOTFOUND)',
+    );
+    const t0 = Date.now();
+    expect(await checkWebhookUrl('https://slow.test/', strict, resolver, 200)).toBe(
+      'slow.test does not resolve (no answer within 200 ms)',
+    );
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    // What is refused without DNS is refused before it.
+    expect(await checkWebhookUrl('http://public.test/', strict, resolver)).toBe('the scheme must be https');
+    // Plain http (dev) needs every resolved address in the allowlist.
+    const dev = new AddressPolicy({ allowCidrs: ['127.0.0.0/8'], allowHttp: true });
+    expect(await checkWebhookUrl('http://loop.test/', dev, resolver)).toBeUndefined();
+    expect(await checkWebhookUrl('http://public.test/', dev, resolver)).toBe(
+      'public.test resolves to a refused address: plain http is only allowed to allowlisted addresses, not 93.184.216.34',
+    );
   });
 });
