@@ -31,8 +31,6 @@ import { E } from './errors.ts';
 export interface BitcoinGateway {
   listUnspent(scripthash: string): Promise<ElectrumUtxo[]>;
   history(scripthash: string): Promise<ElectrumHistoryEntry[]>;
-  transactionHex(txid: string): Promise<string | null>;
-  confirmations(txid: string): Promise<number | null>;
   /** A transaction with where it is mined (null when unknown to the node). */
   transaction(txid: string): Promise<BitcoinTxInfo | null>;
   /** Height of the best block. */
@@ -98,26 +96,6 @@ class ElectrumBitcoinGateway implements BitcoinGateway {
   }
   history(scripthash: string) {
     return this.#wrap(() => this.#client.history(scripthash));
-  }
-  transactionHex(txid: string) {
-    return this.#wrap(async () => {
-      try {
-        return await this.#client.transactionHex(txid);
-      } catch (err) {
-        if (err instanceof ElectrumError && !err.isTransport) return null;
-        throw err;
-      }
-    });
-  }
-  confirmations(txid: string) {
-    return this.#wrap(async () => {
-      try {
-        return await this.#client.confirmations(txid);
-      } catch (err) {
-        if (err instanceof ElectrumError && !err.isTransport) return null;
-        throw err;
-      }
-    });
   }
   broadcast(txHex: string, txid: string) {
     return this.#wrap(async () => {

@@ -138,17 +138,6 @@ export class ElectrumClient {
     return this.request('blockchain.scripthash.get_history', [scripthash]);
   }
 
-  /** Raw transaction hex. */
-  transactionHex(txid: string): Promise<string> {
-    return this.request('blockchain.transaction.get', [txid, false]);
-  }
-
-  /** Confirmations of a transaction (0 in the mempool); throws ElectrumError if unknown. */
-  async confirmations(txid: string): Promise<number> {
-    const v = await this.request<{ confirmations?: number }>('blockchain.transaction.get', [txid, true]);
-    return typeof v.confirmations === 'number' ? v.confirmations : 0;
-  }
-
   broadcast(txHex: string): Promise<string> {
     return this.request('blockchain.transaction.broadcast', [txHex]);
   }

@@ -24,7 +24,6 @@ export interface LegCheck {
   resolver: ResolverIdentity;
   /** Seconds after the deadline before the user may refund (the EVM escrow's `refundAfter` is checked against it). */
   refundSafetyMarginSecs: number;
-  nowMs: number;
 }
 
 export type VerifiedLeg = Omit<LegProof, 'leg' | 'networkId' | 'txHash' | 'verifiedAt'>;

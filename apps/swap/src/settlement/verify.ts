@@ -82,7 +82,6 @@ export async function verifyLeg(
     fresh: leg === 'fulfil' || (leg === 'deposit' && intent.mechanism !== 'htlc'),
     resolver: resolver.identity,
     refundSafetyMarginSecs: ctx.config.swap.refund_safety_margin_secs,
-    nowMs: ctx.now(),
   };
   let verified: VerifiedLeg;
   switch (network.type) {

@@ -150,10 +150,14 @@ interface WireTx {
 }
 
 /** Parses the wire format: compact-u16 count, count × 64-byte signatures, message. */
-export function parseWire(txHex: unknown): WireTx | undefined {
+function parseWire(txHex: unknown): WireTx | undefined {
   if (typeof txHex !== 'string' || txHex.length === 0 || !/^(0x)?([0-9a-fA-F]{2})+$/.test(txHex))
     return undefined;
-  const bytes = Uint8Array.from(Buffer.from(txHex.replace(/^0x/, ''), 'hex'));
+  return parseWireBytes(Uint8Array.from(Buffer.from(txHex.replace(/^0x/, ''), 'hex')));
+}
+
+/** Wire bytes → signatures and message, or undefined when they do not parse. */
+export function parseWireBytes(bytes: Uint8Array): WireTx | undefined {
   let count = 0;
   let pos = 0;
   for (let shift = 0; ; shift += 7) {

@@ -5,7 +5,7 @@
  */
 import { getBase58Decoder, getCompiledTransactionMessageDecoder } from '@solana/kit';
 import { VerificationError } from '../errors.ts';
-import { parseWire } from './cosign.ts';
+import { parseWireBytes } from './cosign.ts';
 
 export interface DecodedSolanaTx {
   /** Base58 signatures in position order (signature 0 is the transaction id). */
@@ -24,7 +24,7 @@ export interface DecodedSolanaTx {
  * @throws VerificationError `malformed_transaction` when the bytes do not parse
  */
 export function decodeSolanaTransaction(wire: Uint8Array): DecodedSolanaTx {
-  const parsed = parseWire(Buffer.from(wire).toString('hex'));
+  const parsed = parseWireBytes(wire);
   if (!parsed) throw new VerificationError('malformed_transaction', 'not a Solana wire transaction');
   let compiled: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>['decode']>;
   try {
