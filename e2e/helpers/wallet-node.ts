@@ -17,7 +17,7 @@ export interface NodeProcess {
 export function writeNodeConfig(
   dir: string,
   info: DevnetInfo,
-  extra: Record<string, string | number> = {},
+  extra: Record<string, string | number | boolean | string[]> = {},
 ): string {
   const api = Object.fromEntries(
     Object.entries(extra)

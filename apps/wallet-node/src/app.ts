@@ -1,3 +1,4 @@
+import cors from '@fastify/cors';
 import { WALLET_NODE_SCHEMAS } from '@rgbx/contracts/wallet-node';
 import { createServer, type HttpTimeouts, type Logger, type ServiceApp } from '@rgbx/service-kit';
 import type { WalletNodeConfig } from './config.ts';
@@ -5,7 +6,7 @@ import { envelope } from './errors.ts';
 import { MISSING_HEADERS_TEXT, readIdentity } from './identity.ts';
 import { installLosslessJson } from './json.ts';
 import { WorkerPool } from './pool.ts';
-import { registerRoutes } from './routes.ts';
+import { registerRoutes } from './routes/index.ts';
 import { WalletRegistry } from './wallets.ts';
 
 export const APP_NAME = 'rgbx-wallet-node';
@@ -31,6 +32,19 @@ function httpTimeouts(api: WalletNodeConfig['api']): Partial<HttpTimeouts> {
     keepAliveTimeout: ms(api.keep_alive_timeout_secs),
   };
 }
+
+/** Request headers a browser may send when CORS is on: the reference's defaults plus the wallet identity. */
+export const CORS_DEFAULT_HEADERS = [
+  'authorization',
+  'accept',
+  'content-type',
+  'sentry-trace',
+  'baggage',
+  'x-api-key',
+  'xpub-van',
+  'xpub-col',
+  'master-fingerprint',
+];
 
 const WALLET_PATH = /^\/(wallet\/|blindreceive(\?|$))/;
 
@@ -60,6 +74,20 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
     },
   });
   for (const s of WALLET_NODE_SCHEMAS) app.addSchema(s);
+  if (cfg.api.enable_cors) {
+    // As the reference: "" or "*" allows any origin (no credentials); one named origin gets credentials.
+    const any = cfg.api.cors_domain === '' || cfg.api.cors_domain === '*';
+    app.register(cors, {
+      origin: any ? '*' : cfg.api.cors_domain,
+      credentials: !any,
+      methods: ['GET', 'POST', 'OPTIONS'],
+      allowedHeaders: [
+        ...new Set([...CORS_DEFAULT_HEADERS, ...cfg.api.allowed_headers.map((h) => h.toLowerCase())]),
+      ],
+      exposedHeaders: ['x-request-id', 'deprecation', 'link', 'content-disposition'],
+      maxAge: 3600,
+    });
+  }
   installLosslessJson(app, cfg.api.body_limit_bytes);
 
   const pool = new WorkerPool(cfg.wallet.workers, { callTimeoutMs: cfg.wallet.call_timeout_secs * 1000 });
@@ -71,11 +99,19 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
     // The matched route pattern, not the raw URL: `/%77allet/…` or an absolute-form URL cannot dodge the check.
     const route = req.routeOptions.url;
     if (route === undefined || !WALLET_PATH.test(route) || req.method !== 'POST') return;
+    // Decoding an invoice reads no wallet: the BTCPay plugin calls it without the identity headers.
+    if (route === '/wallet/decodergbinvoice') return;
     const id = readIdentity(req.headers, cfg.wallet.network);
     if (!id) {
       return reply.code(401).type('text/plain; charset=utf-8').send(MISSING_HEADERS_TEXT);
     }
     req.walletIdentity = id;
+  });
+
+  // A body route posted with an empty body (no content type, or an empty one of any type) gets `{}`: its
+  // required fields then fail by name, optional ones take their defaults.
+  app.addHook('preValidation', async (req) => {
+    if (req.body === undefined && req.routeOptions.schema?.body !== undefined) req.body = {};
   });
 
   registerRoutes(app, {

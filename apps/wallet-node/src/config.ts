@@ -31,8 +31,20 @@ export const WalletNodeConfig = Type.Object(
       {
         listen_address: Type.String({ default: '127.0.0.1', minLength: 1 }),
         port: Type.Integer({ default: 3000, minimum: 0, maximum: 65535 }),
-        /** Largest accepted request body (bytes). */
+        /** Largest accepted request body (bytes). The reference's `max_json_size` sets it when this key is absent. */
         body_limit_bytes: Type.Integer({ default: 5 * 1024 * 1024, minimum: 1024 }),
+        // --- the reference's keys (UTEXO rgb-node-api `[api]`) ---
+        /** The reference's body limit; 0 = default. Used as `body_limit_bytes` when that key is absent. */
+        max_json_size: Type.Optional(Type.Integer({ minimum: 0 })),
+        /** Answer CORS (preflights, `access-control-*` headers) for browser clients. Default false. */
+        enable_cors: Type.Boolean({ default: false }),
+        /** The one allowed origin (then with credentials); "" or "*" = any origin. Only with enable_cors. */
+        cors_domain: Type.String({ default: '' }),
+        /** Request headers allowed besides the defaults (see README). Only with enable_cors. */
+        allowed_headers: Type.Array(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }), {
+          default: [],
+          maxItems: 100,
+        }),
         /** A request (headers and body) not received within this is answered 408 and its connection closed. Kit default 30. */
         request_timeout_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
         /** Request headers not received within this: 408 likewise (at most request_timeout_secs). Kit default 10, or less with a shorter request timeout. */
@@ -47,6 +59,8 @@ export const WalletNodeConfig = Type.Object(
     wallet: Type.Object(
       {
         data_dir: Type.String({ minLength: 1 }),
+        /** The reference's `alias`: wallets live in `<data_dir>/<alias>/` (one directory name, no path). */
+        alias: Type.Optional(Type.String({ pattern: '^(?!\\.{1,2}$)[^/\\\\\\0]{1,100}$' })),
         network: Type.Union(
           Object.keys(NETWORKS).map((n) => Type.Literal(n)),
           { description: 'mainnet, testnet, testnet4, signet or regtest' },
@@ -65,10 +79,22 @@ export const WalletNodeConfig = Type.Object(
         workers: Type.Integer({ default: Math.max(1, cpus().length), minimum: 1, maximum: 64 }),
         /** Wallets unused this long are closed (dropped) in their child; 0 = never. */
         idle_timeout_secs: Type.Integer({ default: 900, minimum: 0 }),
-        /** Background `refresh` of every online wallet at this interval; 0 = off. */
-        refresh_interval_secs: Type.Integer({ default: 0, minimum: 0 }),
+        /**
+         * Background `refresh` of open wallets with transfers in flight, at this interval (backing off to 8× while
+         * nothing changes); 0 = off (the default: the transfers-in-flight trigger is not yet proven end to end; the
+         * reference uses 10).
+         */
+        refresh_interval_secs: Type.Integer({ default: 0, minimum: 0, maximum: 86_400 }),
         /** A call running longer than this kills its child (its wallets reopen on next use). */
         call_timeout_secs: Type.Integer({ default: 300, minimum: 5 }),
+        /**
+         * Asset schemas this node issues. The spec's node issues NIA only (the default); CFA, UDA and IFA issuance
+         * (`/wallet/issueasset{cfa,uda,ifa}`) answer 403 unless listed here.
+         */
+        issue_schemas: Type.Array(
+          Type.Union([Type.Literal('nia'), Type.Literal('cfa'), Type.Literal('uda'), Type.Literal('ifa')]),
+          { default: ['nia'], uniqueItems: true, maxItems: 4 },
+        ),
         /** Check at start that the indexer answers (Electrum `server.version`). */
         check_indexer_at_start: Type.Boolean({ default: true }),
       },
@@ -78,3 +104,33 @@ export const WalletNodeConfig = Type.Object(
   { additionalProperties: false },
 );
 export type WalletNodeConfig = Static<typeof WalletNodeConfig>;
+
+/**
+ * Accepts the reference's spellings before validation: `network` in any case (it lowercases it too),
+ * `[api] max_json_size` as our body limit when `body_limit_bytes` is absent.
+ */
+export function prepareConfig(doc: unknown): void {
+  if (!doc || typeof doc !== 'object') return;
+  const d = doc as { api?: Record<string, unknown>; wallet?: Record<string, unknown> };
+  if (d.wallet && typeof d.wallet.network === 'string') d.wallet.network = d.wallet.network.toLowerCase();
+  const api = d.api;
+  if (api && api.body_limit_bytes === undefined) {
+    const max = api.max_json_size;
+    if ((typeof max === 'number' || typeof max === 'bigint') && Number(max) > 0) api.body_limit_bytes = max;
+  }
+}
+
+/** Keys that are accepted (the reference's config works unchanged) but change nothing here, for a start-up warning. */
+export function ineffectiveKeys(cfg: WalletNodeConfig): string[] {
+  const out: string[] = [];
+  // The reference never reads them either: rgb-lib talks to the indexer only.
+  out.push('wallet.btc_rpc_address', 'wallet.btc_rpc_user', 'wallet.btc_rpc_password');
+  if (!cfg.api.enable_cors) {
+    if (cfg.api.cors_domain !== '') out.push('api.cors_domain (enable_cors is false)');
+    if (cfg.api.allowed_headers.length > 0) out.push('api.allowed_headers (enable_cors is false)');
+  }
+  if (cfg.api.max_json_size !== undefined && cfg.api.max_json_size !== cfg.api.body_limit_bytes) {
+    out.push('api.max_json_size (api.body_limit_bytes is set and wins)');
+  }
+  return out;
+}

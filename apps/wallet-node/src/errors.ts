@@ -65,6 +65,13 @@ const TABLE = {
     status: 413,
     message: (max: number) => `body larger than ${max} bytes`,
   },
+  ISSUANCE_DISABLED: {
+    wire: [1014, 'issuance_disabled'],
+    status: 403,
+    message: (schema: string) =>
+      `this node does not issue ${schema.toUpperCase()} assets (the spec's node issues NIA only); ` +
+      `the operator can enable it with [wallet] issue_schemas = ["nia", "${schema}"]`,
+  },
   INTERNAL: { wire: [500, 'internal_error'], status: 500, message: 'something went wrong' },
 } as const;
 
@@ -102,6 +109,10 @@ export const RGB_VARIANTS: Record<string, keyof typeof CODES> = {
   InvalidExpiration: 'INVALID_REQUEST',
   TooHighIssuanceAmounts: 'INVALID_REQUEST',
   NoIssuanceAmounts: 'INVALID_REQUEST',
+  InvalidDetails: 'INVALID_REQUEST',
+  InvalidAttachments: 'INVALID_REQUEST',
+  EmptyFile: 'INVALID_REQUEST',
+  TooHighInflationAmounts: 'INVALID_REQUEST',
   AllocationsAlreadyAvailable: 'CONFLICT',
   CannotFailBatchTransfer: 'CONFLICT',
   CannotDeleteBatchTransfer: 'CONFLICT',

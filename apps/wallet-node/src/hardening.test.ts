@@ -153,8 +153,8 @@ describe('wallet node: malformed HTTP gets the envelope', () => {
     expect(r.text.match(/HTTP\/1\.1 /g)).toHaveLength(1);
   });
 
-  it('JSON nested 100 000 levels deep: 422 bad_input naming the limit (no stack overflow message)', async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/wallet/register`, {
+  it('JSON nested 100 000 levels deep on a body route: 422 bad_input naming the limit (no stack overflow message)', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/wallet/assetbalance`, {
       method: 'POST',
       headers: { ...IDENTITY, 'content-type': 'application/json' },
       body: `${'['.repeat(100_000)}${']'.repeat(100_000)}`,

@@ -26,13 +26,30 @@ function parseNumber(text: string): number | string {
 
 type JsonParser = (req: unknown, body: string, done: (err: Error | null, value?: unknown) => void) => void;
 
-/** Installs the lossless `application/json` parser on `app` (replacing the kit's). */
+type RouteRequest = { routeOptions?: { config?: { bodyless?: boolean } }; headers: Record<string, unknown> };
+const bodyless = (req: unknown) => (req as RouteRequest).routeOptions?.config?.bodyless === true;
+
+/**
+ * Installs the body parsers on `app`: the lossless `application/json` parser (replacing the kit's) and a
+ * catch-all. Routes that take no body (`config.bodyless`) ignore whatever arrives, as the reference does:
+ * axios posts them with an empty `application/x-www-form-urlencoded` body, .NET with no content type. Routes
+ * with a body take JSON (any charset parameter), or an empty body of any type (then `{}`); anything else is
+ * the spec's 422.
+ */
 export function installLosslessJson(app: ServiceApp, bodyLimit: number): void {
   const secure = app.getDefaultJsonParser('error', 'error') as unknown as JsonParser;
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (req, body, done) => {
+    if (bodyless(req) || (body as Buffer).length === 0) {
+      done(null, undefined);
+      return;
+    }
+    const type = String((req as RouteRequest).headers['content-type'] ?? '(none)');
+    done(E.BAD_INPUT.create(`Content type error: expected application/json, got ${type}`));
+  });
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (req, body, done) => {
     const text = body as string;
-    if (text.trim().length === 0) {
+    if (bodyless(req) || text.trim().length === 0) {
       done(null, undefined);
       return;
     }

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLogger, formatConfigError, loadTomlConfig, runService } from '@rgbx/service-kit';
 import { buildWalletNode } from './app.ts';
-import { WalletNodeConfig } from './config.ts';
+import { ineffectiveKeys, prepareConfig, WalletNodeConfig } from './config.ts';
 import { lockDataDir } from './lock.ts';
 import { checkIndexer } from './preflight.ts';
 import { WalletRegistry } from './wallets.ts';
@@ -20,9 +20,14 @@ async function main(): Promise<void> {
     return;
   }
   const file = v.config ?? 'config.toml';
-  const cfg = loadTomlConfig(WalletNodeConfig, { file });
-  cfg.wallet.data_dir = resolve(cfg.wallet.data_dir);
+  const cfg = loadTomlConfig(WalletNodeConfig, { file }, { prepare: prepareConfig });
+  // The reference's `alias` is a subdirectory of data_dir holding that node's wallets.
+  cfg.wallet.data_dir = resolve(
+    cfg.wallet.alias ? join(cfg.wallet.data_dir, cfg.wallet.alias) : cfg.wallet.data_dir,
+  );
   const logger = createLogger({ name: 'wallet-node', destination: 2 });
+  const ignored = ineffectiveKeys(cfg);
+  if (ignored.length > 0) logger.warn({ keys: ignored }, 'configuration keys accepted but without effect');
   try {
     mkdirSync(cfg.wallet.data_dir, { recursive: true, mode: 0o700 });
   } catch (err) {

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { openWallet, type RgbWallet, RgbWalletClosedError } from '@rgbx/rgb';
+import { openWallet, type RgbHost, type RgbWallet, RgbWalletClosedError } from '@rgbx/rgb';
 import type { Logger } from '@rgbx/service-kit';
 import { NETWORKS, type WalletNodeConfig } from './config.ts';
 import { E } from './errors.ts';
@@ -28,7 +28,21 @@ export interface WalletContext {
   dropped: boolean;
   /** A background refresh is queued or running for this wallet. */
   refreshPending: boolean;
+  /**
+   * Transfers in flight (not Settled/Failed): `undefined` = not known (checked on the next background tick),
+   * so a wallet is refreshed in the background only while it has something to move.
+   */
+  inFlight: boolean | undefined;
+  /** Earliest time (ms) of the next background refresh, and the current back-off delay. */
+  nextRefreshAt: number;
+  refreshDelayMs: number;
 }
+
+/** Background refresh backs off to at most this many intervals while nothing changes (the counterparty is slow). */
+const MAX_BACKOFF = 8;
+
+/** Transfer statuses that no refresh can change any more. */
+const FINAL_STATUSES = new Set(['Settled', 'Failed']);
 
 function readManifest(dir: string): Manifest | undefined {
   const p = join(dir, 'wallet_manifest.json');
@@ -93,6 +107,11 @@ export class WalletRegistry {
     return n;
   }
 
+  /** A child for a call that reads no wallet (decoding an invoice): the least loaded one. */
+  statelessHost(): RgbHost {
+    return this.#pool.leastLoaded().host;
+  }
+
   get size(): number {
     return this.#contexts.size;
   }
@@ -134,6 +153,9 @@ export class WalletRegistry {
       lastUsed: Date.now(),
       dropped: false,
       refreshPending: false,
+      inFlight: undefined,
+      nextRefreshAt: 0,
+      refreshDelayMs: this.#cfg.refresh_interval_secs * 1000,
     };
     this.#contexts.set(id.fingerprint, ctx);
     return ctx;
@@ -185,7 +207,7 @@ export class WalletRegistry {
           witnessVersion: ctx.witnessVersion,
         },
         maxAllocationsPerUtxo: 1,
-        supportedSchemas: ['Nia', 'Cfa', 'Uda'],
+        supportedSchemas: ['Nia', 'Cfa', 'Uda', 'Ifa'],
         host: ctx.slot.host,
       });
     }
@@ -234,25 +256,47 @@ export class WalletRegistry {
       t.unref();
       this.#timers.push(t);
     }
-    const refreshMs = this.#cfg.refresh_interval_secs * 1000;
-    if (refreshMs > 0) {
-      const t = setInterval(() => {
-        // Every online wallet gets one queued refresh per interval (at most one pending each), behind any
-        // client call waiting in its child.
-        for (const ctx of this.#contexts.values()) {
-          if (!ctx.online || ctx.refreshPending) continue;
-          ctx.refreshPending = true;
-          this.use(ctx, { online: true, priority: 'background' }, (w) => w.refresh(null, [], false))
-            .catch((err: Error) =>
-              this.#log.warn({ wallet: ctx.id.fingerprint, err: err.message }, 'background refresh failed'),
-            )
-            .finally(() => {
-              ctx.refreshPending = false;
-            });
-        }
-      }, refreshMs);
+    const baseMs = this.#cfg.refresh_interval_secs * 1000;
+    if (baseMs > 0) {
+      const t = setInterval(() => this.#refreshTick(baseMs), Math.min(baseMs, 1000));
       t.unref();
       this.#timers.push(t);
+    }
+  }
+
+  /** A call that may have started or moved a transfer: the wallet is looked at again on the next tick. */
+  transfersChanged(ctx: WalletContext): void {
+    ctx.inFlight = undefined;
+    ctx.nextRefreshAt = 0;
+    ctx.refreshDelayMs = this.#cfg.refresh_interval_secs * 1000;
+  }
+
+  /**
+   * Background refresh (the reference refreshes every wallet every 10 s; we refresh only wallets with transfers
+   * in flight): at most one queued per wallet, at background priority (behind every client call in its child),
+   * and backing off (×2 up to 8 × the interval) while a refresh changes nothing.
+   */
+  #refreshTick(baseMs: number): void {
+    const now = Date.now();
+    for (const ctx of this.#contexts.values()) {
+      if (!ctx.online || ctx.refreshPending || ctx.inFlight === false || now < ctx.nextRefreshAt) continue;
+      ctx.refreshPending = true;
+      this.use(ctx, { online: true, priority: 'background' }, async (w) => {
+        const updated = await w.refresh(null, [], false);
+        const transfers = await w.listTransfers(null);
+        ctx.inFlight = transfers.some((tr) => !FINAL_STATUSES.has(tr.status));
+        const changed = Object.values(updated).some((u) => u.updatedStatus != null || u.failure != null);
+        ctx.refreshDelayMs = changed ? baseMs : Math.min(ctx.refreshDelayMs * 2, baseMs * MAX_BACKOFF);
+        ctx.nextRefreshAt = Date.now() + ctx.refreshDelayMs;
+      })
+        .catch((err: Error) => {
+          ctx.refreshDelayMs = Math.min(ctx.refreshDelayMs * 2, baseMs * MAX_BACKOFF);
+          ctx.nextRefreshAt = Date.now() + ctx.refreshDelayMs;
+          this.#log.warn({ wallet: ctx.id.fingerprint, err: err.message }, 'background refresh failed');
+        })
+        .finally(() => {
+          ctx.refreshPending = false;
+        });
     }
   }
 

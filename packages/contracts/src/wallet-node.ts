@@ -5,17 +5,18 @@
  * u64 amounts are exact JSON integers (a decimal string is accepted in requests too).
  */
 import { type Static, Type } from 'typebox';
+import { BACKUP_SCHEMAS } from './wallet-node-backup.ts';
+import { BTC_SCHEMAS } from './wallet-node-btc.ts';
 
 // Request defaults are applied by the service, never by the schema: a schema default would fill the
 // snake_case field before the handler sees a legacy camelCase spelling, silently overriding it.
 
+export * from './wallet-node-backup.ts';
+export * from './wallet-node-btc.ts';
 export type { Static };
 
 export const U64 = Type.Union(
-  [
-    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-    Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' }),
-  ],
+  [Type.Integer({ minimum: 0 }), Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' })],
   { description: 'u64: a JSON integer (exact up to 18446744073709551615); a decimal string is accepted too' },
 );
 /** u64 in a response: always a JSON integer, exact. */
@@ -94,8 +95,22 @@ export const BlindReceiveRequest = Type.Object(
     durationSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 31_536_000 })),
     min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255, description: 'default 1' })),
     minConfirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255 })),
+    expiration_timestamp: Type.Optional(
+      Nullable(
+        Type.Integer({
+          minimum: 1,
+          maximum: 253_402_300_799,
+          description:
+            'absolute expiry, unix seconds (the BTCPay plugin sends it); wins over duration_seconds',
+        }),
+      ),
+    ),
   },
-  { $id: 'BlindReceiveRequest' },
+  {
+    $id: 'BlindReceiveRequest',
+    description:
+      'blindreceive and witnessreceive: asset_id/amount absent, null or 0 = any asset/amount; expiry = expiration_timestamp, else now + duration_seconds',
+  },
 );
 
 export const Recipient = Type.Object(
@@ -121,7 +136,15 @@ export const Recipient = Type.Object(
   { description: 'one recipient of an asset' },
 );
 
-export const SendBeginRequest = Type.Object(
+const FeeRate = Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'sat/vB, default 1' });
+const MinConfirmations = Type.Integer({ minimum: 0, maximum: 255, description: 'default 1' });
+const WitnessData = Type.Object(
+  { amount_sat: U64, blinding: Type.Optional(Nullable(U64)) },
+  { description: 'sats sent to a witness recipient (needed for a witness invoice)' },
+);
+
+/** sendbegin, the spec's form: recipients per asset. */
+export const SendBeginRecipientMapForm = Type.Object(
   {
     recipient_map: Type.Optional(
       Type.Record(Type.String(), Type.Array(Recipient, { minItems: 1, maxItems: 64 })),
@@ -130,12 +153,10 @@ export const SendBeginRequest = Type.Object(
       Type.Record(Type.String(), Type.Array(Recipient, { minItems: 1, maxItems: 64 })),
     ),
     donation: Type.Optional(Type.Boolean({ description: 'default false' })),
-    fee_rate: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'sat/vB, default 1' }),
-    ),
-    feeRate: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-    min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255, description: 'default 1' })),
-    minConfirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255 })),
+    fee_rate: Type.Optional(FeeRate),
+    feeRate: Type.Optional(FeeRate),
+    min_confirmations: Type.Optional(MinConfirmations),
+    minConfirmations: Type.Optional(MinConfirmations),
     expiration_timestamp: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -144,7 +165,60 @@ export const SendBeginRequest = Type.Object(
       }),
     ),
   },
-  { $id: 'SendBeginRequest' },
+  {
+    $id: 'SendBeginRecipientMapForm',
+    description: 'recipients per asset id (recipient_map, or legacy recipientMap); no `invoice`',
+    anyOf: [{ required: ['recipient_map'] }, { required: ['recipientMap'] }],
+    not: { required: ['invoice'] },
+  },
+);
+
+/** sendbegin, the invoice form the field's clients send (rgb-sdk, BTCPay plugin): one RGB invoice. */
+export const SendBeginInvoiceForm = Type.Object(
+  {
+    invoice: Type.String({ minLength: 1, maxLength: 4000, description: 'an RGB invoice (`rgb:…`)' }),
+    asset_id: Type.Optional(
+      Nullable(
+        Type.String({ minLength: 1, maxLength: 200, description: 'needed if the invoice names none' }),
+      ),
+    ),
+    assetId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    amount: Type.Optional(Nullable(U64)),
+    witness_data: Type.Optional(Nullable(WitnessData)),
+    witnessData: Type.Optional(Nullable(WitnessData)),
+    donation: Type.Optional(Type.Boolean({ description: 'default false' })),
+    fee_rate: Type.Optional(FeeRate),
+    feeRate: Type.Optional(FeeRate),
+    min_confirmations: Type.Optional(MinConfirmations),
+    minConfirmations: Type.Optional(MinConfirmations),
+  },
+  {
+    $id: 'SendBeginInvoiceForm',
+    description:
+      'pay one RGB invoice: the asset, amount, recipient, transport endpoints and expiry come from the invoice; ' +
+      'asset_id and amount fill what the invoice leaves open and must agree with what it states',
+  },
+);
+
+/** sendbegin body: exactly one of the two forms. */
+export const SendBeginRequest = Type.Unsafe<
+  Static<typeof SendBeginRecipientMapForm> | Static<typeof SendBeginInvoiceForm>
+>({
+  $id: 'SendBeginRequest',
+  oneOf: [Type.Ref('SendBeginRecipientMapForm'), Type.Ref('SendBeginInvoiceForm')],
+  description: 'the recipient_map form (spec) or the invoice form (rgb-sdk, BTCPay plugin)',
+});
+
+export const InvoiceRequest = Type.Object(
+  { invoice: Type.String({ minLength: 1, maxLength: 4000, description: 'an RGB invoice (`rgb:…`)' }) },
+  { $id: 'InvoiceRequest' },
+);
+
+export const FeeEstimationRequest = Type.Object(
+  {
+    blocks: Type.Integer({ minimum: 1, maximum: 1008, description: 'confirmation target in blocks' }),
+  },
+  { $id: 'FeeEstimationRequest' },
 );
 
 // ---------- responses ----------
@@ -198,6 +272,7 @@ export const ReceiveData = Type.Object(
   },
   { $id: 'ReceiveData' },
 );
+
 export const SendResult = Type.Object(
   { txid: Type.String(), batch_transfer_idx: Type.Integer() },
   { $id: 'SendResult' },
@@ -228,7 +303,10 @@ export const Unspent = Type.Object(
 );
 export const Transaction = Type.Object(
   {
-    transaction_type: Type.String({ description: 'RgbSend, Drain, CreateUtxos, SendBtc or Incoming' }),
+    transaction_type: Type.Union(
+      ['RgbSend', 'Drain', 'CreateUtxos', 'User', 'Incoming'].map((t) => Type.Literal(t)),
+      { description: 'rgb-lib 0.3: RgbSend, Drain, CreateUtxos, User (a BTC send) or Incoming' },
+    ),
     txid: Type.String(),
     received: U64Out,
     sent: U64Out,
@@ -237,29 +315,68 @@ export const Transaction = Type.Object(
   },
   { $id: 'Transaction', additionalProperties: true },
 );
+/** decodergbinvoice: rgb-lib's `invoice_data` of an RGB invoice. */
+export const InvoiceData = Type.Object(
+  {
+    recipient_id: Type.String({ description: 'blinded UTXO (`utxob:…`) or witness script (`wvout:…`)' }),
+    asset_schema: Nullable(
+      Type.Union([Type.Literal('Nia'), Type.Literal('Uda'), Type.Literal('Cfa'), Type.Literal('Ifa')]),
+    ),
+    asset_id: Nullable(Type.String()),
+    assignment: Assignment,
+    assignment_name: Type.Optional(Nullable(Type.String())),
+    network: Type.String({ description: 'Mainnet, Testnet, Testnet4, Signet, SignetCustom or Regtest' }),
+    expiration_timestamp: Nullable(Type.Integer({ description: 'unix seconds' })),
+    transport_endpoints: Type.Array(Type.String()),
+  },
+  { $id: 'InvoiceData', additionalProperties: true },
+);
+
+const TransferStatus = Type.Union([
+  Type.Literal('Initiated'),
+  Type.Literal('WaitingCounterparty'),
+  Type.Literal('WaitingSafeHeight'),
+  Type.Literal('WaitingBroadcast'),
+  Type.Literal('WaitingConfirmations'),
+  Type.Literal('Settled'),
+  Type.Literal('Failed'),
+]);
+const TransferKind = Type.Union([
+  Type.Literal('Issuance'),
+  Type.Literal('ReceiveBlind'),
+  Type.Literal('ReceiveWitness'),
+  Type.Literal('Send'),
+  Type.Literal('Inflation'),
+  Type.Literal('Burn'),
+]);
+
 export const Transfer = Type.Object(
   {
     idx: Type.Integer(),
     batch_transfer_idx: Type.Integer(),
     created_at: Type.Integer(),
     updated_at: Type.Integer(),
-    status: Type.String({
-      description:
-        'Initiated, WaitingCounterparty, WaitingSafeHeight, WaitingBroadcast, WaitingConfirmations, Settled, Failed',
-    }),
+    status: TransferStatus,
     requested_assignment: Type.Optional(Nullable(Assignment)),
     assignments: Type.Array(Assignment),
-    kind: Type.String({ description: 'Issuance, ReceiveBlind, ReceiveWitness, Send, Inflation, Burn' }),
+    kind: TransferKind,
     txid: Nullable(Type.String()),
     recipient_id: Nullable(Type.String()),
     receive_utxo: Type.Optional(Nullable(Type.Object({ txid: Type.String(), vout: Type.Integer() }))),
     change_utxo: Type.Optional(Nullable(Type.Object({ txid: Type.String(), vout: Type.Integer() }))),
     expiration_timestamp: Type.Optional(Nullable(Type.Integer())),
     transport_endpoints: Type.Array(
-      Type.Object({ endpoint: Type.String(), transport_type: Type.String(), used: Type.Boolean() }),
+      Type.Object({
+        endpoint: Type.String(),
+        transport_type: Type.Union([Type.Literal('JsonRpc')]),
+        used: Type.Boolean(),
+      }),
     ),
     invoice_string: Type.Optional(Nullable(Type.String())),
     consignment_path: Type.Optional(Nullable(Type.String())),
+    psbt_path: Type.Optional(
+      Nullable(Type.String({ description: 'spec-era field; rgb-lib 0.3 does not report it (absent)' })),
+    ),
   },
   { $id: 'Transfer', additionalProperties: true },
 );
@@ -281,6 +398,20 @@ export const WalletErrorEnvelope = Type.Object(
 
 /** Every shared schema, for `app.addSchema` (named components in the OpenAPI document). */
 export const WALLET_NODE_SCHEMAS = [
+  ...BTC_SCHEMAS,
+  ...BACKUP_SCHEMAS,
+  AssetIdRequest,
+  FailTransfersRequest,
+  CreateUtxosBeginRequest,
+  SignedPsbtRequest,
+  IssueAssetNiaRequest,
+  BlindReceiveRequest,
+  SendBeginRecipientMapForm,
+  SendBeginInvoiceForm,
+  SendBeginRequest,
+  InvoiceRequest,
+  FeeEstimationRequest,
+  InvoiceData,
   Balance,
   BtcBalance,
   RegisterResponse,
@@ -304,7 +435,11 @@ export type SendResultT = Static<typeof SendResult>;
 export type VersionInfoT = Static<typeof VersionInfo>;
 export type IssueAssetNiaRequestT = Static<typeof IssueAssetNiaRequest>;
 export type BlindReceiveRequestT = Static<typeof BlindReceiveRequest>;
-export type SendBeginRequestT = Static<typeof SendBeginRequest>;
+export type SendBeginRequestT =
+  | Static<typeof SendBeginRecipientMapForm>
+  | Static<typeof SendBeginInvoiceForm>;
+export type SendBeginInvoiceFormT = Static<typeof SendBeginInvoiceForm>;
+export type InvoiceDataT = Static<typeof InvoiceData>;
 export type CreateUtxosBeginRequestT = Static<typeof CreateUtxosBeginRequest>;
 export type FailTransfersRequestT = Static<typeof FailTransfersRequest>;
 export type WalletErrorEnvelopeT = Static<typeof WalletErrorEnvelope>;

@@ -27,6 +27,7 @@ interface RawAddon {
   rgblib_generate_keys(network: string, witnessVersion: string): string;
   rgblib_restore_keys(network: string, mnemonic: string, witnessVersion: string): string;
   rgblib_invoice_data(invoice: string): string;
+  rgblib_restore_backup(backupPath: string, password: string, targetDir: string): void;
   rgblib_new_wallet(walletData: string, keys: string): WalletObject;
   free_wallet(wallet: WalletObject): void;
   [fn: string]: unknown;
@@ -99,6 +100,11 @@ function handle(req: RequestMessage): unknown {
     case 'invoiceData': {
       const [invoice] = assertStrings(args, 1, op);
       return lib.rgblib_invoice_data(invoice!);
+    }
+    case 'restoreBackup': {
+      const [path, password, target] = assertStrings(args, 3, op);
+      lib.rgblib_restore_backup(path!, password!, target!);
+      return true;
     }
     case 'newWallet': {
       const [h, walletData, keys] = assertStrings(args, 3, op);

@@ -28,5 +28,6 @@ export {
   type RecipientInput,
   type RecipientMap,
   RgbWallet,
+  restoreBackup,
   restoreKeys,
 } from './wallet.ts';

@@ -60,6 +60,8 @@ export interface Ops {
   restoreKeys: [[network: string, mnemonic: string, witnessVersion: string], string];
   /** `rgblib_invoice_data(invoice)` → raw JSON. */
   invoiceData: [[invoice: string], string];
+  /** `rgblib_restore_backup(backupPath, password, targetDir)`: writes `<targetDir>/<fingerprint>/`. */
+  restoreBackup: [[backupPath: string, password: string, targetDir: string], true];
   /** `rgblib_new_wallet(walletData, keys)`; the wallet is stored under the parent-chosen handle. */
   newWallet: [[handle: string, walletDataJson: string, keysJson: string], true];
   /** One raw wallet function; the child prepends the wallet object. */

@@ -109,12 +109,58 @@ export interface AssetNia {
   media: Media | null;
 }
 
+/** A CFA asset (collectible fungible: name, no ticker, optional media). */
+export interface AssetCfa {
+  assetId: string;
+  name: string;
+  details: string | null;
+  precision: number;
+  issuedSupply: bigint;
+  timestamp: number;
+  addedAt: number;
+  balance: Balance;
+  media: Media | null;
+}
+
+/** A UDA token's data (index, media, attachments by index, reserves). */
+export interface TokenLight {
+  index: number;
+  ticker: string | null;
+  name: string | null;
+  details: string | null;
+  embeddedMedia: boolean;
+  media: Media | null;
+  attachments: Record<string, Media>;
+  reserves: boolean;
+}
+
+/** A UDA asset (unique digital asset: one token). */
+export interface AssetUda {
+  assetId: string;
+  ticker: string;
+  name: string;
+  details: string | null;
+  precision: number;
+  timestamp: number;
+  addedAt: number;
+  balance: Balance;
+  token: TokenLight | null;
+}
+
+/** An IFA asset (inflatable fungible). */
+export interface AssetIfa extends AssetNia {
+  initialSupply: bigint;
+  maxSupply: bigint;
+  knownCirculatingSupply: bigint;
+  rejectListUrl: string | null;
+}
+
 /** `listAssets` result: one list per schema (null when the schema was filtered out). */
 export interface Assets {
   nia: AssetNia[] | null;
-  uda: Record<string, unknown>[] | null;
-  cfa: Record<string, unknown>[] | null;
-  ifa: Record<string, unknown>[] | null;
+  uda: AssetUda[] | null;
+  cfa: AssetCfa[] | null;
+  ifa: AssetIfa[] | null;
 }
 
 export interface ReceiveData {

@@ -23,10 +23,13 @@ import { RgbHost } from './host.ts';
 import { parseRgbJson, toJson, toU64, type U64, u64String, uintString } from './json.ts';
 import type { RawArg, WalletFunction } from './protocol.ts';
 import type {
+  AssetCfa,
+  AssetIfa,
   AssetMetadata,
   AssetNia,
   AssetSchema,
   Assets,
+  AssetUda,
   Balance,
   BitcoinNetwork,
   BtcBalance,
@@ -117,6 +120,20 @@ export async function invoiceData(
   host: RgbHost = getDefaultHost(),
 ): Promise<Record<string, unknown>> {
   return parseRgbJson(await host.request('invoiceData', invoice));
+}
+
+/**
+ * Restore an encrypted rgb-lib backup (`rgblib_restore_backup`, run in the child): the wallet directory
+ * `<targetDir>/<masterFingerprint>/` is recreated from the backup file. `targetDir` must exist and must
+ * not already hold that wallet.
+ */
+export async function restoreBackup(
+  backupPath: string,
+  password: string,
+  targetDir: string,
+  host: RgbHost = getDefaultHost(),
+): Promise<void> {
+  await host.request('restoreBackup', backupPath, password, targetDir);
 }
 
 export interface OpenWalletOptions {
@@ -400,6 +417,87 @@ export class RgbWallet {
       uintString(precision, 8, 'precision'),
       amountsJson,
     );
+  }
+
+  /**
+   * Issue a CFA asset: `rgblib_issue_asset_cfa(wallet, name, details|null, precision, amounts, filePath|null)`.
+   * @param filePath media file readable by the child (copied into the wallet's media store).
+   */
+  async issueAssetCfa(
+    name: string,
+    details: string | null,
+    precision: number,
+    amounts: U64[],
+    filePath: string | null,
+  ): Promise<AssetCfa> {
+    return this.#json(
+      'rgblib_issue_asset_cfa',
+      name,
+      details,
+      uintString(precision, 8, 'precision'),
+      toJson(amounts.map((a, i) => u64String(a, `amounts[${i}]`))),
+      filePath,
+    );
+  }
+
+  /**
+   * Issue a UDA (unique digital asset, one token): `rgblib_issue_asset_uda(wallet, ticker, name, details|null,
+   * precision, mediaFilePath|null, attachmentsFilePaths)`.
+   */
+  async issueAssetUda(
+    ticker: string,
+    name: string,
+    details: string | null,
+    precision: number,
+    mediaFilePath: string | null,
+    attachmentsFilePaths: string[],
+  ): Promise<AssetUda> {
+    return this.#json(
+      'rgblib_issue_asset_uda',
+      ticker,
+      name,
+      details,
+      uintString(precision, 8, 'precision'),
+      mediaFilePath,
+      toJson(attachmentsFilePaths),
+    );
+  }
+
+  /**
+   * Issue an IFA (inflatable) asset: `rgblib_issue_asset_ifa(wallet, ticker, name, precision, amounts,
+   * inflationAmounts, rejectListUrl|null)`. The wallet must support the `Ifa` schema. Inflating it later needs
+   * `rgblib_inflate`, which signs in rgb-lib (a mnemonic on the server): not possible watch-only in this binding.
+   */
+  async issueAssetIfa(
+    ticker: string,
+    name: string,
+    precision: number,
+    amounts: U64[],
+    inflationAmounts: U64[],
+    rejectListUrl: string | null,
+  ): Promise<AssetIfa> {
+    return this.#json(
+      'rgblib_issue_asset_ifa',
+      ticker,
+      name,
+      uintString(precision, 8, 'precision'),
+      toJson(amounts.map((a, i) => u64String(a, `amounts[${i}]`))),
+      toJson(inflationAmounts.map((a, i) => u64String(a, `inflationAmounts[${i}]`))),
+      rejectListUrl,
+    );
+  }
+
+  /**
+   * Write an encrypted backup of the wallet directory to `backupPath` (`rgblib_backup`); the file must not
+   * exist yet. rgb-lib scrypt-derives the key from `password` (slow by design: seconds).
+   */
+  async backup(backupPath: string, password: string): Promise<void> {
+    await this.#raw('rgblib_backup', backupPath, password);
+  }
+
+  /** `rgblib_backup_info`: whether data changed since the last backup (`true` = a backup is due). */
+  async backupInfo(): Promise<boolean> {
+    return this.#json('rgblib_backup_info');
   }
 
   /** `rgblib_list_assets(wallet, filterAssetSchemas)`; `[]` lists all schemas. */

@@ -66,6 +66,11 @@ export interface ConfigSource {
 export interface LoadConfigOptions {
   /** Variables for `${NAME}` references. Default `process.env`. */
   env?: Record<string, string | undefined>;
+  /**
+   * Rewrites the parsed TOML document before it is validated, e.g. to accept another service's spelling of a
+   * key (a reference implementation's alias) by moving it to ours. Gets the raw document (any shape).
+   */
+  prepare?: (doc: unknown) => void;
 }
 
 export function loadTomlConfig<T extends TSchema>(
@@ -110,6 +115,7 @@ export function loadTomlConfig<T extends TSchema>(
     }
     throw err;
   }
+  opts.prepare?.(doc);
   const ctx: Ctx = { issues: [], env: opts.env ?? process.env };
   const value = walk(schema as unknown as Schema, doc, [], ctx);
   if (ctx.issues.length > 0) {

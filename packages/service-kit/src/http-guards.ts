@@ -250,7 +250,7 @@ class JsonDepthGuard extends Transform {
 /**
  * Limits the nesting of JSON request bodies for every parser of the instance (the kit's, and any a
  * service installs in its place): a `preParsing` hook streams `application/json` and `+json` bodies
- * through a depth counter, so a body nested deeper than `maxDepth` is refused with INVALID_JSON (400)
+ * (except on routes whose config says `bodyless: true`) through a depth counter, so a body nested deeper than `maxDepth` is refused with INVALID_JSON (400)
  * instead of reaching a recursive parser or validator. `createServer` installs it.
  */
 export function installJsonDepthGuard(app: FastifyInstance, maxDepth: number): void {
@@ -258,7 +258,9 @@ export function installJsonDepthGuard(app: FastifyInstance, maxDepth: number): v
     throw new RangeError(`jsonMaxDepth must be a positive integer, got ${maxDepth}`);
   }
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    if (!isJsonType(request.headers['content-type'])) {
+    // A route that declares it takes no body (`config.bodyless`) never parses one: nothing to guard.
+    const bodyless = (request.routeOptions.config as { bodyless?: boolean } | undefined)?.bodyless === true;
+    if (bodyless || !isJsonType(request.headers['content-type'])) {
       done(null, payload);
       return;
     }

@@ -334,8 +334,18 @@ describe('createServer: OpenAPI and Swagger UI', () => {
 
   it('serves the Swagger UI HTML and its local assets, and the YAML document', async () => {
     const { app } = build({ swagger: true });
-    const html = await app.inject({ method: 'GET', url: '/_swagger' });
+    // Behind a reverse proxy at /node the redirect must stay under /node: it is relative.
+    const bare = await app.inject({ method: 'GET', url: '/_swagger' });
+    expect(bare.statusCode).toBe(302);
+    expect(bare.headers.location).toBe('_swagger/');
+    expect(new URL(bare.headers.location as string, 'http://h/node/_swagger').pathname).toBe(
+      '/node/_swagger/',
+    );
+    const html = await app.inject({ method: 'GET', url: '/_swagger/' });
     expect(html.statusCode).toBe(200);
+    // Assets are linked relatively, so they resolve under any mount path.
+    expect(html.body).toContain('href="./static/swagger-ui.css"');
+    expect(html.body).not.toMatch(/(href|src)="\//);
     expect(html.headers['content-type']).toMatch(/text\/html/);
     expect(html.body).toContain('swagger-ui');
     expect(html.body).not.toMatch(/https?:\/\/(cdn|unpkg)/);

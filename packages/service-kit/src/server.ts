@@ -365,6 +365,17 @@ function registerSwagger(app: ServiceApp, opts: CreateServerOptions): void {
   registered?.push('@fastify/swagger');
 
   app.register(fastifySwaggerUi, { routePrefix, staticCSP: true });
+  // Without its trailing slash the UI page links its assets by absolute path, which breaks behind a reverse proxy
+  // that mounts the service under a path prefix. A RELATIVE redirect to the slashed form (whose page links
+  // `./static/…`) works with any prefix.
+  const lastSegment = `${routePrefix.split('/').pop()}/`;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.method === 'GET' && request.url === routePrefix) {
+      reply.redirect(lastSegment, 302);
+      return;
+    }
+    done();
+  });
 
   if (sw.yamlPath) {
     const hidden = { schema: { hide: true } };

@@ -1,6 +1,14 @@
 export type { BytesLike, Hex } from '../bytes.ts';
 export { ChainInputError, VerificationError } from '../errors.ts';
 export { btcToSats, satsToBtc } from './amount.ts';
+export type { ElectrumOptions } from './electrum.ts';
+export {
+  ElectrumConnection,
+  ElectrumServerError,
+  ElectrumUnavailableError,
+  electrumRequest,
+  parseElectrumUrl,
+} from './electrum.ts';
 export type { FundingPsbt, FundingPsbtParams, Prevout, UserInputKind, UserUtxo } from './funding.ts';
 export {
   bip86OutputKey,

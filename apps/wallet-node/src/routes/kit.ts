@@ -1,0 +1,199 @@
+/**
+ * What every wallet route shares: the identity headers, the documented error replies, rgb-lib error mapping,
+ * lossless serialization, and `walletRoute`, which declares one POST route that runs on the wallet's child.
+ */
+import { RgbLibError, type RgbWallet } from '@rgbx/rgb';
+import type { FastifyReply, FastifyRequest, ServiceApp } from '@rgbx/service-kit';
+import { Type } from '@rgbx/service-kit';
+import type { WalletNodeConfig } from '../config.ts';
+import { E, RGB_VARIANTS } from '../errors.ts';
+import {
+  HEADER_FINGERPRINT,
+  HEADER_XPUB_COL,
+  HEADER_XPUB_VAN,
+  MISSING_HEADERS_TEXT,
+  type WalletIdentity,
+} from '../identity.ts';
+import { snakeKeys, toJson } from '../json.ts';
+import type { WalletContext, WalletRegistry } from '../wallets.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    walletIdentity?: WalletIdentity;
+  }
+  interface FastifyContextConfig {
+    /** The route takes no body: whatever body or content type arrives is drained and ignored (as the reference). */
+    bodyless?: boolean;
+  }
+}
+
+export const WalletHeaders = Type.Object({
+  [HEADER_XPUB_VAN]: Type.String({ description: 'vanilla account xpub (BTC UTXOs)' }),
+  [HEADER_XPUB_COL]: Type.String({ description: 'colored account xpub (RGB UTXOs)' }),
+  [HEADER_FINGERPRINT]: Type.String({ description: 'BIP-32 master fingerprint, 8 hex characters' }),
+});
+
+export const errorResponses = {
+  400: Type.Ref('WalletErrorEnvelope', {
+    description: 'malformed header value or a request rgb-lib refused (see code)',
+  }),
+  401: {
+    description: 'a wallet header is missing or empty (checked before the body)',
+    content: {
+      'text/plain': {
+        schema: Type.Literal('Missing xpub-van/xpub-col/master-fingerprint header'),
+      },
+    },
+  },
+  404: Type.Ref('WalletErrorEnvelope', { description: 'asset or transfer not found (code 1000)' }),
+  409: Type.Ref('WalletErrorEnvelope', {
+    description: 'wallet identity mismatch (1012) or conflicting transfer state (1009)',
+  }),
+  413: Type.Ref('WalletErrorEnvelope', { description: 'body larger than api.body_limit_bytes (code 1013)' }),
+  422: Type.Ref('WalletErrorEnvelope', { description: 'body cannot be deserialized (code 1001)' }),
+  500: Type.Ref('WalletErrorEnvelope', {
+    description: 'indexer, proxy, bitcoind, storage or rgb-lib failure (code 500)',
+  }),
+};
+
+/** rgb-lib errors a client can fix become their documented 4xx; anything else stays a 500. */
+export function mapRgbError(err: unknown): unknown {
+  if (!(err instanceof RgbLibError)) return err;
+  const key = RGB_VARIANTS[err.variant];
+  if (!key) return err;
+  const text = Object.keys(err.details ?? {}).length > 0 ? JSON.stringify(err.details) : err.variant;
+  const details = { kind: err.variant, ...(err.details ?? {}) };
+  switch (key) {
+    case 'NOT_FOUND':
+      return E.NOT_FOUND.createWith(
+        { details, cause: err },
+        err.variant === 'AssetNotFound' ? 'asset' : 'transfer',
+      );
+    case 'INSUFFICIENT_ALLOCATION_SLOTS':
+      return E.INSUFFICIENT_ALLOCATION_SLOTS.createWith({ details, cause: err });
+    default:
+      return (E[key as keyof typeof E] as { createWith: (o: object, d: string) => Error }).createWith(
+        { details, cause: err },
+        text,
+      );
+  }
+}
+
+/** JSON reply of an rgb-lib value: snake_case keys, u64 exact (bigint → JSON integer). */
+export function send(reply: FastifyReply, value: unknown): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(toJson(snakeKeys(value)));
+}
+
+/** JSON reply of a bare value (a PSBT string, a count, a boolean), as the spec's bare responses. */
+export function jsonString(reply: FastifyReply, value: unknown): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(toJson(value));
+}
+
+export const pick = <T>(...vals: Array<T | undefined>): T | undefined => vals.find((v) => v !== undefined);
+
+export function requireField<T>(value: T | undefined | null, name: string): T {
+  if (value === undefined || value === null) throw E.BAD_INPUT.create(`missing field \`${name}\``);
+  return value;
+}
+
+export interface RouteDeps {
+  cfg: WalletNodeConfig;
+  registry: WalletRegistry;
+  version: { app: string; version: string; build: string; commit: string };
+}
+
+export interface WalletRouteOptions {
+  summary: string;
+  description?: string;
+  /** Body schema; absent = the route takes no body and ignores any (bodyless). */
+  body?: unknown;
+  response: unknown;
+  /** The call needs the indexer (goes online first). */
+  online: boolean;
+  deprecated?: boolean;
+  /** Content types documented for the body (default JSON); e.g. `['multipart/form-data']`. */
+  consumes?: string[];
+  /** The call can start or move a transfer: the background refresh looks at the wallet again. */
+  movesTransfers?: boolean;
+  /** Checked after the identity, before the handler (e.g. a capability the operator turned off): throw to refuse. */
+  precondition?: () => void;
+}
+
+export type WalletHandler<B> = (
+  ctx: WalletContext,
+  w: RgbWallet,
+  body: B,
+  req: FastifyRequest,
+) => Promise<unknown>;
+
+/** A handler that runs outside the wallet's child (it decides itself what to queue there). */
+export type ContextHandler<B> = (ctx: WalletContext, body: B, req: FastifyRequest) => Promise<unknown>;
+
+/** The 401 reply for a wallet route without a valid identity. */
+export function missingHeaders(reply: FastifyReply): FastifyReply {
+  return reply.code(401).type('text/plain; charset=utf-8').send(MISSING_HEADERS_TEXT);
+}
+
+/**
+ * Route declarers bound to one app: `walletRoute` runs the handler on the wallet's child (headers checked
+ * first, then the body, then the call); `contextRoute` hands the handler the wallet context to queue work itself.
+ */
+export function routeKit(app: ServiceApp, deps: RouteDeps) {
+  const { registry } = deps;
+
+  function schemaOf(o: WalletRouteOptions) {
+    // A named body schema (registered with addSchema) is referenced, so the OpenAPI names it too.
+    const id = (o.body as { $id?: string } | undefined)?.$id;
+    const body = id ? Type.Ref(id) : o.body;
+    return {
+      schema: {
+        summary: o.summary,
+        ...(o.description ? { description: o.description } : {}),
+        tags: ['wallet'],
+        headers: WalletHeaders,
+        ...(body ? { body: body as never } : {}),
+        ...(o.consumes ? { consumes: o.consumes } : {}),
+        ...(o.deprecated ? { deprecated: true } : {}),
+        response: { 200: o.response as never, ...errorResponses },
+      },
+      config: { bodyless: o.body === undefined },
+    };
+  }
+
+  function contextRoute<B>(
+    path: string,
+    o: WalletRouteOptions,
+    handler: ContextHandler<B>,
+    wrap: (reply: FastifyReply, value: unknown) => FastifyReply = send,
+  ): void {
+    app.post(path, schemaOf(o), async (req, reply) => {
+      if (!req.walletIdentity) return missingHeaders(reply);
+      const ctx = registry.resolve(req.walletIdentity);
+      const body = (o.body === undefined ? {} : (req.body ?? {})) as B;
+      o.precondition?.();
+      try {
+        const value = await handler(ctx, body, req);
+        if (o.movesTransfers) registry.transfersChanged(ctx);
+        return wrap(reply, value);
+      } catch (err) {
+        throw mapRgbError(err);
+      }
+    });
+  }
+
+  function walletRoute<B>(
+    path: string,
+    o: WalletRouteOptions,
+    handler: WalletHandler<B>,
+    wrap: (reply: FastifyReply, value: unknown) => FastifyReply = send,
+  ): void {
+    contextRoute<B>(
+      path,
+      o,
+      (ctx, body, req) => registry.use(ctx, { online: o.online }, (w) => handler(ctx, w, body, req)),
+      wrap,
+    );
+  }
+
+  return { walletRoute, contextRoute };
+}

@@ -1,0 +1,362 @@
+import * as C from '@rgbx/contracts/wallet-node';
+import type { AssignmentInput, RgbWallet } from '@rgbx/rgb';
+import type { ServiceApp } from '@rgbx/service-kit';
+import { Type } from '@rgbx/service-kit';
+import { toU64 } from '../json.ts';
+import { decodeInvoice, invoiceForm, recipientMapForm } from '../send-forms.ts';
+import type { WalletContext } from '../wallets.ts';
+import {
+  errorResponses,
+  jsonString,
+  missingHeaders,
+  pick,
+  type RouteDeps,
+  requireField,
+  routeKit,
+  send,
+  WalletHeaders,
+} from './kit.ts';
+
+/** The spec's routes and the reference's core wallet routes. */
+export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
+  const { registry, cfg } = deps;
+  const { walletRoute } = routeKit(app, deps);
+  // All configured proxies, sorted and de-duplicated, as the reference passes them to blind_receive.
+  const endpoints = [...new Set(cfg.wallet.proxy_address)].sort();
+
+  walletRoute(
+    '/wallet/register',
+    {
+      summary: 'Create or load a watch-only wallet context',
+      response: Type.Ref('RegisterResponse'),
+      online: true,
+    },
+    async (_ctx, w) => ({ address: await w.getAddress(), btcBalance: await w.getBtcBalance(false) }),
+  );
+  walletRoute(
+    '/wallet/address',
+    {
+      summary: 'A new receive (vanilla) address; reveals a new index on every call',
+      response: Type.String(),
+      online: false,
+    },
+    (_ctx, w) => w.getAddress(),
+    jsonString,
+  );
+  walletRoute(
+    '/wallet/btcbalance',
+    {
+      summary: 'Vanilla and colored BTC balances (syncs with the indexer)',
+      response: Type.Ref('BtcBalance'),
+      online: true,
+    },
+    (_ctx, w) => w.getBtcBalance(false),
+  );
+  walletRoute(
+    '/wallet/listassets',
+    { summary: 'RGB assets held', response: Type.Ref('Assets'), online: false },
+    (_ctx, w) => w.listAssets([]),
+  );
+  walletRoute<C.Static<typeof C.AssetIdRequest>>(
+    '/wallet/assetbalance',
+    {
+      summary: 'Balance of one RGB asset',
+      body: C.AssetIdRequest,
+      response: Type.Ref('Balance'),
+      online: false,
+    },
+    (_ctx, w, b) => w.getAssetBalance(requireField(pick(b.asset_id, b.assetId), 'asset_id')),
+  );
+  walletRoute(
+    '/wallet/listunspents',
+    {
+      summary: 'UTXOs with their RGB allocations (syncs)',
+      response: Type.Array(Type.Ref('Unspent')),
+      online: true,
+    },
+    (_ctx, w) => w.listUnspents(false, false),
+  );
+  walletRoute(
+    '/wallet/listtransactions',
+    { summary: 'Bitcoin transactions (syncs)', response: Type.Array(Type.Ref('Transaction')), online: true },
+    (_ctx, w) => w.listTransactions(false),
+  );
+  walletRoute<C.Static<typeof C.AssetIdRequest>>(
+    '/wallet/listtransfers',
+    {
+      summary: 'Transfers of one RGB asset, or of all assets when asset_id is absent (no body)',
+      body: C.AssetIdRequest,
+      response: Type.Array(Type.Ref('Transfer')),
+      online: false,
+    },
+    async (_ctx, w, b) => {
+      const assetId = pick(b.asset_id, b.assetId);
+      if (assetId !== undefined) return w.listTransfers(assetId);
+      // rgb-lib's list_transfers(None) lists only transfers bound to no asset yet (an any-asset invoice):
+      // "all transfers" is those plus every known asset's.
+      const assets = await w.listAssets([]);
+      const ids = [
+        ...(assets.nia ?? []),
+        ...(assets.cfa ?? []),
+        ...(assets.uda ?? []),
+        ...(assets.ifa ?? []),
+      ].map((a) => a.assetId);
+      const lists = [await w.listTransfers(null)];
+      for (const id of ids) lists.push(await w.listTransfers(id));
+      return lists.flat();
+    },
+  );
+  walletRoute<C.Static<typeof C.FailTransfersRequest>>(
+    '/wallet/failtransfers',
+    {
+      summary: 'Mark eligible (expired) transfers as failed; true if any changed',
+      body: C.FailTransfersRequest,
+      response: Type.Boolean(),
+      online: true,
+      movesTransfers: true,
+    },
+    (_ctx, w, b) =>
+      w.failTransfers(
+        pick(b.batch_transfer_idx, b.batchTransferIdx) ?? null,
+        pick(b.no_asset_only, b.noAssetOnly) ?? false,
+        pick(b.skip_sync, b.skipSync) ?? false,
+      ),
+    jsonString,
+  );
+  walletRoute<C.Static<typeof C.CreateUtxosBeginRequest>>(
+    '/wallet/createutxosbegin',
+    {
+      summary: 'Unsigned PSBT that creates colored UTXOs',
+      body: C.CreateUtxosBeginRequest,
+      response: Type.String({ description: 'base64 PSBT' }),
+      online: true,
+    },
+    (_ctx, w, b) =>
+      w.createUtxosBegin(
+        pick(b.up_to, b.upTo) ?? false,
+        b.num ?? 5,
+        b.size ?? 1000,
+        pick(b.fee_rate, b.feeRate) ?? 1,
+        b.skip_sync ?? false,
+      ),
+    jsonString,
+  );
+  walletRoute<C.Static<typeof C.SignedPsbtRequest>>(
+    '/wallet/createutxosend',
+    {
+      summary: 'Finalize and broadcast the UTXO creation; returns the number created',
+      body: C.SignedPsbtRequest,
+      response: Type.Integer(),
+      online: true,
+    },
+    (_ctx, w, b) => w.createUtxosEnd(requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt')),
+    jsonString,
+  );
+  walletRoute<C.Static<typeof C.IssueAssetNiaRequest>>(
+    '/wallet/issueassetnia',
+    {
+      summary: 'Issue a non-inflatable asset',
+      body: C.IssueAssetNiaRequest,
+      response: Type.Ref('AssetNia'),
+      online: false,
+    },
+    (_ctx, w, b) =>
+      w.issueAssetNia(
+        b.ticker,
+        b.name,
+        b.precision ?? 0,
+        b.amounts.map((a, i) => toU64(a, `amounts[${i}]`)),
+      ),
+  );
+
+  const receive =
+    (kind: 'blind' | 'witness') =>
+    async (_ctx: WalletContext, w: RgbWallet, b: C.Static<typeof C.BlindReceiveRequest>) => {
+      const amount = b.amount === undefined || b.amount === null ? 0n : toU64(b.amount, 'amount');
+      // amount 0 or absent means "any amount", as in the reference.
+      const assignment: AssignmentInput = amount === 0n ? 'Any' : { Fungible: amount };
+      const duration = pick(b.duration_seconds, b.durationSeconds) ?? 3600;
+      // rgb-lib wants an absolute timestamp; the BTCPay plugin sends one, the spec a duration.
+      const expiry = b.expiration_timestamp ?? Math.floor(Date.now() / 1000) + duration;
+      return (kind === 'witness' ? w.witnessReceive : w.blindReceive).call(
+        w,
+        pick(b.asset_id, b.assetId) ?? null,
+        assignment,
+        expiry,
+        endpoints,
+        pick(b.min_confirmations, b.minConfirmations) ?? 1,
+      );
+    };
+  walletRoute(
+    '/wallet/blindreceive',
+    {
+      summary: 'Blinded RGB receive invoice',
+      body: C.BlindReceiveRequest,
+      response: Type.Ref('ReceiveData'),
+      online: false,
+      movesTransfers: true,
+    },
+    receive('blind'),
+  );
+  walletRoute(
+    '/wallet/witnessreceive',
+    {
+      summary: 'Witness RGB receive invoice (the sender pays sats to a script of this wallet)',
+      body: C.BlindReceiveRequest,
+      response: Type.Ref('ReceiveData'),
+      online: false,
+      movesTransfers: true,
+    },
+    receive('witness'),
+  );
+  walletRoute(
+    '/blindreceive',
+    {
+      summary: 'Deprecated alias of /wallet/blindreceive (answers a Deprecation header)',
+      body: C.BlindReceiveRequest,
+      response: Type.Ref('ReceiveData'),
+      online: false,
+      movesTransfers: true,
+      deprecated: true,
+    },
+    receive('blind'),
+    (reply, value) => {
+      reply.header('deprecation', 'true').header('link', '</wallet/blindreceive>; rel="successor-version"');
+      return send(reply, value);
+    },
+  );
+
+  walletRoute<C.SendBeginRequestT>(
+    '/wallet/sendbegin',
+    {
+      summary: 'Unsigned PSBT of an RGB send (recipient_map form or invoice form)',
+      body: C.SendBeginRequest,
+      response: Type.String({ description: 'base64 PSBT' }),
+      online: true,
+      movesTransfers: true,
+    },
+    async (ctx, w, b) => {
+      const form =
+        'invoice' in b
+          ? await invoiceForm(ctx, b, endpoints, cfg.wallet.network)
+          : recipientMapForm(b, endpoints);
+      const r = await w.sendBegin(
+        form.recipients,
+        b.donation ?? false,
+        pick(b.fee_rate, b.feeRate) ?? 1,
+        pick(b.min_confirmations, b.minConfirmations) ?? 1,
+        form.expiry,
+        false,
+      );
+      return r.psbt;
+    },
+    jsonString,
+  );
+  walletRoute<C.Static<typeof C.SignedPsbtRequest>>(
+    '/wallet/sendend',
+    {
+      summary: 'Finalize an RGB send: post the consignment and wait for the ACK',
+      body: C.SignedPsbtRequest,
+      response: Type.Ref('SendResult'),
+      online: true,
+      movesTransfers: true,
+    },
+    async (_ctx, w, b) => {
+      const r = await w.sendEnd(requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt'));
+      return { txid: r.txid, batchTransferIdx: r.batchTransferIdx };
+    },
+  );
+  app.post(
+    '/wallet/decodergbinvoice',
+    {
+      schema: {
+        summary:
+          'Decode an RGB invoice (rgb-lib invoice_data); reads no wallet, so the identity headers are optional',
+        tags: ['wallet'],
+        body: Type.Ref('InvoiceRequest'),
+        response: {
+          200: Type.Ref('InvoiceData'),
+          400: errorResponses[400],
+          422: errorResponses[422],
+          500: errorResponses[500],
+        },
+      },
+    },
+    async (req, reply) => {
+      const b = req.body as C.Static<typeof C.InvoiceRequest>;
+      return send(reply, await decodeInvoice(b.invoice, registry.statelessHost()));
+    },
+  );
+  walletRoute(
+    '/wallet/sync',
+    {
+      summary: 'Synchronize the wallet with the indexer (both keychains); answers null',
+      response: Type.Null(),
+      online: true,
+    },
+    async (_ctx, w) => {
+      await w.sync({ keychain: 'Colored', strategy: 'FastSync' });
+      await w.sync({ keychain: { Vanilla: { lookback: 20 } }, strategy: 'FastSync' });
+      return null;
+    },
+  );
+  walletRoute<C.Static<typeof C.FeeEstimationRequest>>(
+    '/wallet/get_fee_estimation',
+    {
+      summary: 'Fee rate (sat/vB) for confirmation within `blocks`, from the indexer',
+      body: C.FeeEstimationRequest,
+      response: Type.Number({ description: 'sat/vB' }),
+      online: true,
+    },
+    (_ctx, w, b) => w.getFeeEstimation(b.blocks),
+    jsonString,
+  );
+  walletRoute(
+    '/wallet/refresh',
+    {
+      summary: 'Synchronize transfers (consignments, ACKs, confirmations)',
+      response: Type.Null(),
+      online: true,
+      movesTransfers: true,
+    },
+    async (_ctx, w) => {
+      await w.refresh(null, [], false);
+      return null;
+    },
+  );
+  app.post(
+    '/wallet/drop',
+    {
+      config: { bodyless: true },
+      schema: {
+        summary: 'Remove the wallet context from memory (data on disk stays)',
+        tags: ['wallet'],
+        headers: WalletHeaders,
+        response: { 200: Type.Null(), ...errorResponses },
+      },
+    },
+    async (req, reply) => {
+      if (!req.walletIdentity) return missingHeaders(reply);
+      const ctx = registry.resolve(req.walletIdentity);
+      await registry.drop(ctx);
+      return reply.type('application/json; charset=utf-8').send('null');
+    },
+  );
+
+  app.get(
+    '/healthcheck',
+    { schema: { summary: 'Liveness: 200 with an empty body', tags: ['system'] } },
+    async (_req, reply) => reply.code(200).send(),
+  );
+  app.get(
+    '/version',
+    {
+      schema: {
+        summary: 'Application version',
+        tags: ['system'],
+        response: { 200: Type.Ref('VersionInfo') },
+      },
+    },
+    async () => deps.version,
+  );
+}
