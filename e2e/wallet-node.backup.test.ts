@@ -260,6 +260,19 @@ describe('issuance of every schema, backup and restore on a second node', () => 
           error: { code: 1000, status: 'not_found', message: 'backup not found', details: {} },
         });
       }
+
+      // The SDK's backup/downloadBackup: a new backup replaces the previous one; the restore below uses it.
+      const A1 = client(node1, keysA);
+      const viaSdk = await A1.backup('correct horse battery');
+      expect(viaSdk.backup_id).not.toBe(backupId);
+      const bytes = await A1.downloadBackup(viaSdk.backup_id);
+      expect(bytes.length).toBe(viaSdk.size);
+      expect((await call(node1, 'GET', `/wallet/backup/${backupId}`, hdrs(keysA))).status).toBe(404);
+      await expect(client(node1, keysB).downloadBackup(viaSdk.backup_id)).rejects.toMatchObject({
+        httpStatus: 404,
+        code: 1000,
+      });
+      backupFile = Buffer.from(bytes);
     },
     T,
   );
@@ -334,17 +347,11 @@ describe('issuance of every schema, backup and restore on a second node', () => 
       const again = await A2.issueAssetNia({ ticker: 'AGN', name: 'After restore', amounts: [1] });
       expect(again.balance.settled).toBe(1n);
 
-      const exists = await call(
-        node2,
-        'POST',
-        '/wallet/restore',
-        hdrs(keysA),
-        rgbSdkRestoreForm(backupFile, 'correct horse battery', keysA),
-      );
-      expect(exists.status).toBe(409);
-      expect(exists.json.error.message).toBe(
-        `a wallet with master fingerprint ${keysA.masterFingerprint} already exists on this node`,
-      );
+      // Again through the SDK's restore (the same form): the wallet exists now.
+      await expect(A2.restore(backupFile, 'correct horse battery')).rejects.toMatchObject({
+        httpStatus: 409,
+        message: `409 wallet_mismatch: a wallet with master fingerprint ${keysA.masterFingerprint} already exists on this node`,
+      });
     },
     T,
   );

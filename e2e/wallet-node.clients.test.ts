@@ -92,21 +92,25 @@ const sdk = (fixtureId: string, vars?: ReplayVars, baseUrl?: string) =>
   call('rgb-sdk', fixtureId, keysA, vars, baseUrl);
 const btcpay = (fixtureId: string, vars?: ReplayVars) => call('btcpay', fixtureId, keysB, vars);
 
-/** Polls until `done` holds: each round both clients refresh (as they do), then a block is mined. */
+/**
+ * Polls until `done` holds: each round both clients refresh (as they do) unless `background` is set (then only
+ * the node's background refresh moves transfers), then a block is mined.
+ */
 async function until(
   what: string,
   done: () => Promise<boolean>,
-  describe: () => string = () => '',
-  rounds = 20,
+  opts: { describe?: () => string; background?: boolean; rounds?: number } = {},
 ): Promise<void> {
-  for (let i = 0; i < rounds; i++) {
-    await btcpay('refresh');
-    await sdk('refresh');
+  for (let i = 0; i < (opts.rounds ?? 20); i++) {
+    if (!opts.background) {
+      await btcpay('refresh');
+      await sdk('refresh');
+    }
     if (await done()) return;
     await devnet.mine(1);
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, opts.background ? 3000 : 1000));
   }
-  throw new Error(`timed out waiting for ${what} (${describe()})`);
+  throw new Error(`timed out waiting for ${what} (${opts.describe?.() ?? ''})`);
 }
 
 type TransferJson = { kind: string; status: string; batch_transfer_idx: number };
@@ -114,7 +118,8 @@ type TransferJson = { kind: string; status: string; batch_transfer_idx: number }
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'wallet-node-clients-'));
   devnet = await startDevnet({ dir: join(dir, 'devnet') });
-  node = await startNode(writeNodeConfig(dir, devnet.info, { workers: 2 }));
+  // A 2 s background refresh (default 10 s) keeps the background-only settlement below quick.
+  node = await startNode(writeNodeConfig(dir, devnet.info, { workers: 2, refresh_interval_secs: 2 }));
   keysA = await generateKeys('Regtest', 'Taproot');
   keysB = await generateKeys('Regtest', 'Taproot');
 }, T);
@@ -212,8 +217,9 @@ describe('wallet node driven by the recorded rgb-sdk and BTCPay plugin requests'
       expect(sent.txid).toMatch(/^[0-9a-f]{64}$/);
       witnessSendTxid = sent.txid;
       let last = '';
+      // Neither client refreshes here: the node's background refresh alone moves both sides to Settled.
       await until(
-        'the witness transfer to settle on both sides',
+        'the witness transfer to settle on both sides by background refresh alone',
         async () => {
           const a = (await sdk('listtransfers', { ASSET_ID: assetId })).json as TransferJson[];
           const b = (await btcpay('listtransfers.all')).json as TransferJson[];
@@ -222,7 +228,7 @@ describe('wallet node driven by the recorded rgb-sdk and BTCPay plugin requests'
           last = `send ${send?.status}, receive ${recv?.status}`;
           return send?.status === 'Settled' && recv?.status === 'Settled';
         },
-        () => last,
+        { describe: () => last, background: true },
       );
       expect(
         ((await btcpay('assetbalance', { ASSET_ID: assetId })).json as { settled: number }).settled,

@@ -40,7 +40,6 @@ async function main() {
     walletNodeToml(info, {
       dataDir: join(wn, 'data'),
       port: Number(process.env.RGBX_WALLET_NODE_PORT ?? 3000),
-      wallet: { refresh_interval_secs: 30 },
     }),
     { mode: 0o600 },
   );

@@ -80,11 +80,10 @@ export const WalletNodeConfig = Type.Object(
         /** Wallets unused this long are closed (dropped) in their child; 0 = never. */
         idle_timeout_secs: Type.Integer({ default: 900, minimum: 0 }),
         /**
-         * Background `refresh` of open wallets with transfers in flight, at this interval (backing off to 8× while
-         * nothing changes); 0 = off (the default: the transfers-in-flight trigger is not yet proven end to end; the
-         * reference uses 10).
+         * Background `refresh` of open wallets with transfers in flight, at this interval (backing off to 3× while
+         * nothing changes); 0 = off. 10 as in the reference.
          */
-        refresh_interval_secs: Type.Integer({ default: 0, minimum: 0, maximum: 86_400 }),
+        refresh_interval_secs: Type.Integer({ default: 10, minimum: 0, maximum: 86_400 }),
         /** A call running longer than this kills its child (its wallets reopen on next use). */
         call_timeout_secs: Type.Integer({ default: 300, minimum: 5 }),
         /**

@@ -4,35 +4,20 @@
  * malformed HTTP and over-deep JSON get the documented `{error:{code,status,message,details}}`.
  * No devnet: nothing here reaches rgb-lib (the indexer check is off).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import type { ServiceProcess } from '@rgbx/devnet';
 import { parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
-import { createBase58check } from '@scure/base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWalletNode, syntheticIdentity } from './test-support.ts';
 
-const MAIN = resolve(import.meta.dirname, '../dist/main.js');
 const REQUEST_TIMEOUT_MS = 2000;
 const dir = mkdtempSync(join(tmpdir(), 'wn-hardening-'));
-let proc: ChildProcess;
+let node: ServiceProcess<string>;
 let port: number;
 
-/** A regtest tpub (BIP-32 serialization) around a given compressed public key. */
-function tpub(compressedKeyHex: string): string {
-  const b = new Uint8Array(78);
-  new DataView(b.buffer).setUint32(0, 0x043587cf);
-  b.set(new Uint8Array(32).fill(7), 13); // chain code
-  b.set(Buffer.from(compressedKeyHex, 'hex'), 45);
-  return createBase58check((d: Uint8Array) => createHash('sha256').update(d).digest()).encode(b);
-}
-// G and 2G of secp256k1: real points, so nothing about the keys is suspicious.
-const IDENTITY = {
-  'xpub-van': tpub('0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798'),
-  'xpub-col': tpub('02c6047f9441ed7d6d3045406e95c07cd85c778e4b8cef3ca7abac09b95c709ee5'),
-  'master-fingerprint': 'a1b2c3d4',
-};
+const IDENTITY = syntheticIdentity('a1b2c3d4');
 
 beforeAll(async () => {
   const config = join(dir, 'wallet-node.toml');
@@ -55,28 +40,13 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  proc = spawn(process.execPath, [MAIN, '-c', config], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  proc.stderr!.on('data', (d) => {
-    err += String(d);
-  });
-  const url = await new Promise<string>((res, rej) => {
-    let out = '';
-    proc.stdout!.on('data', (d) => {
-      out += String(d);
-      const m = /"event":"listening","url":"([^"]+)"/.exec(out);
-      if (m) res(m[1]!);
-    });
-    proc.once('exit', (c) => rej(new Error(`wallet node exited ${c}: ${err}`)));
-  });
+  node = await startWalletNode(config);
+  const url = node.value;
   port = Number(new URL(url).port);
 }, 60_000);
 
 afterAll(async () => {
-  if (proc && proc.exitCode === null) {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc.once('exit', r));
-  }
+  await node?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -4,33 +4,19 @@
  * content type, JSON with a charset, a browser's CORS preflight. No devnet: only offline calls reach rgb-lib
  * (`listassets` on a fresh wallet), the indexer check is off.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { createBase58check } from '@scure/base';
+import { join } from 'node:path';
+import type { ServiceProcess } from '@rgbx/devnet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWalletNode, syntheticIdentity } from './test-support.ts';
 
-const MAIN = resolve(import.meta.dirname, '../dist/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'wn-refcompat-'));
-let proc: ChildProcess;
+let node: ServiceProcess<string>;
 let base: string;
-let stderr = '';
 
-function tpub(compressedKeyHex: string): string {
-  const b = new Uint8Array(78);
-  new DataView(b.buffer).setUint32(0, 0x043587cf);
-  b.set(new Uint8Array(32).fill(9), 13);
-  b.set(Buffer.from(compressedKeyHex, 'hex'), 45);
-  return createBase58check((d: Uint8Array) => createHash('sha256').update(d).digest()).encode(b);
-}
-const ID = {
-  'xpub-van': tpub('0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798'),
-  'xpub-col': tpub('02c6047f9441ed7d6d3045406e95c07cd85c778e4b8cef3ca7abac09b95c709ee5'),
-  'master-fingerprint': 'b1c2d3e4',
-};
+const ID = syntheticIdentity('b1c2d3e4', 9);
 const ORIGIN = 'https://wallet.example';
 
 /** One request with exactly these headers and body bytes (no header added by a client library). */
@@ -84,33 +70,19 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  proc = spawn(process.execPath, [MAIN, '-c', config], { stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stderr!.on('data', (d) => {
-    stderr += String(d);
-  });
-  base = await new Promise<string>((res, rej) => {
-    let out = '';
-    proc.stdout!.on('data', (d) => {
-      out += String(d);
-      const m = /"event":"listening","url":"([^"]+)"/.exec(out);
-      if (m) res(m[1]!);
-    });
-    proc.once('exit', (c) => rej(new Error(`wallet node exited ${c}: ${stderr}`)));
-  });
+  node = await startWalletNode(config);
+  base = node.value;
 }, 60_000);
 
 afterAll(async () => {
-  if (proc && proc.exitCode === null) {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc.once('exit', r));
-  }
+  await node?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
 describe('wallet node with the reference configuration', () => {
   it('starts, and warns about the keys it accepts without effect', () => {
-    expect(stderr).toContain('configuration keys accepted but without effect');
-    expect(stderr).toContain('wallet.btc_rpc_password');
+    expect(node.stderr()).toContain('configuration keys accepted but without effect');
+    expect(node.stderr()).toContain('wallet.btc_rpc_password');
   });
 
   it('body-less routes ignore whatever arrives: axios empty form, .NET no content type, junk JSON', async () => {

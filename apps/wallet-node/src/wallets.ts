@@ -38,11 +38,31 @@ export interface WalletContext {
   refreshDelayMs: number;
 }
 
-/** Background refresh backs off to at most this many intervals while nothing changes (the counterparty is slow). */
-const MAX_BACKOFF = 8;
+/**
+ * Background refresh backs off to at most this many intervals while nothing changes (the counterparty is slow):
+ * 30 s at the default 10 s, so a transfer is never left more than half a minute behind.
+ */
+const MAX_BACKOFF = 3;
 
 /** Transfer statuses that no refresh can change any more. */
 const FINAL_STATUSES = new Set(['Settled', 'Failed']);
+
+/**
+ * Every transfer of the wallet. rgb-lib's `list_transfers(None)` lists only transfers bound to no asset yet
+ * (an any-asset invoice), so "all" is those plus each known asset's.
+ */
+export async function listAllTransfers(w: RgbWallet) {
+  const assets = await w.listAssets([]);
+  const ids = [
+    ...(assets.nia ?? []),
+    ...(assets.cfa ?? []),
+    ...(assets.uda ?? []),
+    ...(assets.ifa ?? []),
+  ].map((a) => a.assetId);
+  const lists = [await w.listTransfers(null)];
+  for (const id of ids) lists.push(await w.listTransfers(id));
+  return lists.flat();
+}
 
 function readManifest(dir: string): Manifest | undefined {
   const p = join(dir, 'wallet_manifest.json');
@@ -274,16 +294,17 @@ export class WalletRegistry {
   /**
    * Background refresh (the reference refreshes every wallet every 10 s; we refresh only wallets with transfers
    * in flight): at most one queued per wallet, at background priority (behind every client call in its child),
-   * and backing off (×2 up to 8 × the interval) while a refresh changes nothing.
+   * and backing off (×2 up to 3 × the interval) while a refresh changes nothing.
    */
   #refreshTick(baseMs: number): void {
     const now = Date.now();
     for (const ctx of this.#contexts.values()) {
-      if (!ctx.online || ctx.refreshPending || ctx.inFlight === false || now < ctx.nextRefreshAt) continue;
+      // Open wallets only (a client used them in this process); refresh goes online itself if needed.
+      if (!ctx.wallet || ctx.refreshPending || ctx.inFlight === false || now < ctx.nextRefreshAt) continue;
       ctx.refreshPending = true;
       this.use(ctx, { online: true, priority: 'background' }, async (w) => {
         const updated = await w.refresh(null, [], false);
-        const transfers = await w.listTransfers(null);
+        const transfers = await listAllTransfers(w);
         ctx.inFlight = transfers.some((tr) => !FINAL_STATUSES.has(tr.status));
         const changed = Object.values(updated).some((u) => u.updatedStatus != null || u.failure != null);
         ctx.refreshDelayMs = changed ? baseMs : Math.min(ctx.refreshDelayMs * 2, baseMs * MAX_BACKOFF);

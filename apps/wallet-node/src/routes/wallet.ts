@@ -4,7 +4,7 @@ import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
 import { toU64 } from '../json.ts';
 import { decodeInvoice, invoiceForm, recipientMapForm } from '../send-forms.ts';
-import type { WalletContext } from '../wallets.ts';
+import { listAllTransfers, type WalletContext } from '../wallets.ts';
 import {
   errorResponses,
   jsonString,
@@ -92,18 +92,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
     async (_ctx, w, b) => {
       const assetId = pick(b.asset_id, b.assetId);
       if (assetId !== undefined) return w.listTransfers(assetId);
-      // rgb-lib's list_transfers(None) lists only transfers bound to no asset yet (an any-asset invoice):
-      // "all transfers" is those plus every known asset's.
-      const assets = await w.listAssets([]);
-      const ids = [
-        ...(assets.nia ?? []),
-        ...(assets.cfa ?? []),
-        ...(assets.uda ?? []),
-        ...(assets.ifa ?? []),
-      ].map((a) => a.assetId);
-      const lists = [await w.listTransfers(null)];
-      for (const id of ids) lists.push(await w.listTransfers(id));
-      return lists.flat();
+      return listAllTransfers(w);
     },
   );
   walletRoute<C.Static<typeof C.FailTransfersRequest>>(

@@ -15,9 +15,14 @@ import type {
   BlindReceiveRequestT,
   CreateUtxosBeginRequestT,
   FailTransfersRequestT,
+  InvoiceDataT,
+  IssueAssetIfaRequestT,
   SendBeginRequestT,
+  SendBtcBeginRequestT,
   VersionInfoT,
+  WalletBackupResponseT,
   WalletErrorEnvelopeT,
+  WalletRestoreResponseT,
 } from '@rgbx/contracts/wallet-node';
 import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
 
@@ -146,6 +151,14 @@ export class WalletNodeClient {
     return parse(text) as T;
   }
 
+  async #postForm<T>(path: string, form: FormData): Promise<T> {
+    // fetch sets the multipart content type with its boundary.
+    const res = await fetch(this.baseUrl + path, { method: 'POST', headers: this.#headers, body: form });
+    const text = await res.text();
+    if (!res.ok) throw new WalletNodeError(res.status, text);
+    return parse(text) as T;
+  }
+
   register(): Promise<{ address: string; btc_balance: BtcBalance }> {
     return this.#post('/wallet/register');
   }
@@ -167,8 +180,9 @@ export class WalletNodeClient {
   listTransactions(): Promise<Transaction[]> {
     return this.#post('/wallet/listtransactions');
   }
-  listTransfers(assetId: string): Promise<Transfer[]> {
-    return this.#post('/wallet/listtransfers', { asset_id: assetId });
+  /** Transfers of one asset, or of every asset (and asset-less receives) when `assetId` is omitted. */
+  listTransfers(assetId?: string): Promise<Transfer[]> {
+    return this.#post('/wallet/listtransfers', assetId === undefined ? undefined : { asset_id: assetId });
   }
   failTransfers(req: FailTransfersRequestT = {}): Promise<boolean> {
     return this.#post('/wallet/failtransfers', req);
@@ -193,6 +207,70 @@ export class WalletNodeClient {
     req: Omit<BlindReceiveRequestT, 'amount'> & { amount?: bigint | number | null } = {},
   ): Promise<ReceiveData> {
     return this.#post('/wallet/blindreceive', req);
+  }
+  /** A witness receive invoice: the sender pays `witness_data.amount_sat` to a script of this wallet. */
+  witnessReceive(
+    req: Omit<BlindReceiveRequestT, 'amount'> & { amount?: bigint | number | null } = {},
+  ): Promise<ReceiveData> {
+    return this.#post('/wallet/witnessreceive', req);
+  }
+  /** Decodes an RGB invoice (no wallet is read). */
+  decodeRgbInvoice(invoice: string): Promise<InvoiceDataT> {
+    return this.#post('/wallet/decodergbinvoice', { invoice });
+  }
+  /** Syncs both keychains with the indexer. */
+  sync(): Promise<null> {
+    return this.#post('/wallet/sync');
+  }
+  /** Fee rate in sat/vB for confirmation within `blocks`. */
+  getFeeEstimation(blocks: number): Promise<number> {
+    return this.#post('/wallet/get_fee_estimation', { blocks });
+  }
+  /**
+   * Unsigned PSBT (base64) paying `amount` sats to `address` from vanilla UTXOs only; sign it locally and pass it
+   * to `sendBtcEnd`.
+   *
+   * @example
+   * const psbt = await node.sendBtcBegin({ address, amount: 50_000n, fee_rate: 2 });
+   * const { txid } = await node.sendBtcEnd(signPsbt(psbt, mnemonic));
+   */
+  sendBtcBegin(req: Omit<SendBtcBeginRequestT, 'amount'> & { amount: bigint | number }): Promise<string> {
+    return this.#post('/wallet/sendbtcbegin', req);
+  }
+  sendBtcEnd(signedPsbt: string, opts: { skip_sync?: boolean } = {}): Promise<{ txid: string }> {
+    return this.#post('/wallet/sendbtcend', { signed_psbt: signedPsbt, ...opts });
+  }
+  /**
+   * Makes an encrypted backup kept on the node for 24 h; fetch it with `downloadBackup`.
+   *
+   * @example
+   * const { backup_id } = await node.backup('correct horse battery');
+   * const file = await node.downloadBackup(backup_id);
+   */
+  backup(password: string): Promise<WalletBackupResponseT> {
+    return this.#post('/wallet/backup', { password });
+  }
+  /** The backup file's bytes (only this wallet may download it). */
+  async downloadBackup(backupId: string): Promise<Uint8Array> {
+    const res = await fetch(`${this.baseUrl}/wallet/backup/${encodeURIComponent(backupId)}`, {
+      headers: this.#headers,
+    });
+    if (!res.ok) throw new WalletNodeError(res.status, await res.text());
+    return new Uint8Array(await res.arrayBuffer());
+  }
+  /** Restores this client's wallet from a backup file into a node that does not have it yet. */
+  restore(file: Uint8Array, password: string): Promise<WalletRestoreResponseT> {
+    const form = new FormData();
+    form.append('file', new Blob([file]), 'wallet.backup');
+    form.append('password', password);
+    form.append('xpub_van', this.#headers['xpub-van']!);
+    form.append('xpub_col', this.#headers['xpub-col']!);
+    form.append('master_fingerprint', this.#headers['master-fingerprint']!);
+    return this.#postForm('/wallet/restore', form);
+  }
+  /** IFA issuance; the node's operator must enable it (`[wallet] issue_schemas`), else 403. */
+  issueAssetIfa(req: IssueAssetIfaRequestT): Promise<unknown> {
+    return this.#post('/wallet/issueassetifa', req);
   }
   /** Returns the unsigned PSBT (base64). Amounts may be bigint. */
   sendBegin(req: SendBeginRequestT): Promise<string> {
