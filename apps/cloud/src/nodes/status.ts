@@ -30,6 +30,10 @@ export interface ChangeOptions {
 /**
  * Applies `patch` (and `status`, if given) to a live node atomically. Returns the updated row, or
  * undefined when the node is gone or `ifStatus` did not match.
+ *
+ * Lock order (PostgreSQL): the node row first, then its event rows (re-targeted here). Every
+ * transaction that writes both takes them in this order (the dispatcher's result commit does), or
+ * two of them can deadlock and one is aborted.
  */
 export async function changeNode(
   deps: StatusDeps,

@@ -325,6 +325,26 @@ export class Dispatcher {
       }
     }
     await this.commit(async (tx) => {
+      // Lock order: the node row BEFORE its event row, as `changeNode` does (it locks the node,
+      // then re-targets the node's pending events on a settings change). The other way round, a
+      // delivery committing during a settings change deadlocks on PostgreSQL and one of the two
+      // is aborted (the API answered 500). On success the row is only touched (locked) when it
+      // was marked failing.
+      if (success) {
+        await tx
+          .updateTable('nodes')
+          .set({ webhook_failing_since: null })
+          .where('id', '=', c.nodeId)
+          .where('webhook_failing_since', 'is not', null)
+          .execute();
+      } else if (abandon) {
+        await tx
+          .updateTable('nodes')
+          .set({ webhook_failing_since: now })
+          .where('id', '=', c.nodeId)
+          .where('webhook_failing_since', 'is', null)
+          .execute();
+      }
       await tx
         .updateTable('webhook_attempts')
         .set({
@@ -349,20 +369,6 @@ export class Dispatcher {
         })
         .where('seq', '=', c.seq)
         .execute();
-      if (success) {
-        await tx
-          .updateTable('nodes')
-          .set({ webhook_failing_since: null })
-          .where('id', '=', c.nodeId)
-          .execute();
-      } else if (abandon) {
-        await tx
-          .updateTable('nodes')
-          .set({ webhook_failing_since: now })
-          .where('id', '=', c.nodeId)
-          .where('webhook_failing_since', 'is', null)
-          .execute();
-      }
     });
     if (abandon)
       this.o.logger.warn(
