@@ -32,6 +32,7 @@ const BODY_ENDPOINTS = [
   '/wallet/sendbtcend',
   '/wallet/get_fee_estimation',
   '/wallet/backup',
+  '/wallet/abortbegin',
   '/blindreceive',
 ];
 /** Routes that take no body and ignore whatever arrives (as the reference does; axios sends a form type). */
@@ -45,6 +46,7 @@ const BODYLESS_ENDPOINTS = [
   '/wallet/listassets',
   '/wallet/listunspents',
   '/wallet/listtransactions',
+  '/wallet/listpendingbegins',
 ];
 const ENDPOINTS = [...BODY_ENDPOINTS, ...BODYLESS_ENDPOINTS];
 /** What a client's request may get; a 500 is the server's failure, never an acceptable answer here. */
@@ -182,6 +184,11 @@ it('malformed bodies and content types on every endpoint get the documented enve
           address: fc.string({ maxLength: 70 }),
           blocks: fc.integer({ min: -2, max: 2000 }),
           invoice: fc.string({ maxLength: 120 }),
+          txid: fc.oneof(
+            fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('hex')),
+            fc.string({ maxLength: 70 }),
+          ),
+          psbt: fc.base64String({ maxLength: 120 }),
           witness_data: fc.record({ amount_sat: fc.integer({ min: -1, max: 1e6 }) }, { requiredKeys: [] }),
         },
         { requiredKeys: [] },

@@ -30,8 +30,6 @@ export type WitnessKind = 'SegWitV0' | 'Taproot';
 
 /** Where begin keeps its reservations, inside the wallet's directory (`<data_dir>/<fingerprint>/`). */
 export const RESERVATION_FILE = 'rgbx-btc-reservations.json';
-/** How long a sendbtcbegin holds its inputs (and sendbtcend accepts its PSBT). */
-export const RESERVATION_TTL_MS = 60 * 60 * 1000;
 /** Vanilla addresses derived when looking for a UTXO's index before giving up (500). */
 export const MAX_DERIVATION_INDEX = 10_000;
 /** Keychain of rgb-lib's vanilla addresses for wallets opened with `vanillaKeychain: null`. */

@@ -84,6 +84,11 @@ export const WalletNodeConfig = Type.Object(
          * nothing changes); 0 = off. 10 as in the reference.
          */
         refresh_interval_secs: Type.Integer({ default: 10, minimum: 0, maximum: 86_400 }),
+        /**
+         * A `createutxosbegin`/`sendbegin` never ended holds its TXOs (and an RGB send its batch transfer) this
+         * long, then the node releases them (`/wallet/abortbegin` does at once); 0 = only on request.
+         */
+        begin_ttl_secs: Type.Integer({ default: 3600, minimum: 0, maximum: 30 * 86_400 }),
         /** A call running longer than this kills its child (its wallets reopen on next use). */
         call_timeout_secs: Type.Integer({ default: 300, minimum: 5 }),
         /**

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { openWallet, type RgbHost, type RgbWallet, RgbWalletClosedError } from '@rgbx/rgb';
 import type { Logger } from '@rgbx/service-kit';
+import { pendingBegins, releaseBegin } from './begins.ts';
 import { NETWORKS, type WalletNodeConfig } from './config.ts';
 import { E } from './errors.ts';
 import type { WalletIdentity } from './identity.ts';
@@ -28,6 +29,8 @@ export interface WalletContext {
   dropped: boolean;
   /** A background refresh is queued or running for this wallet. */
   refreshPending: boolean;
+  /** A background release of expired begins is queued or running for this wallet. */
+  beginSweepPending: boolean;
   /**
    * Transfers in flight (not Settled/Failed): `undefined` = not known (checked on the next background tick),
    * so a wallet is refreshed in the background only while it has something to move.
@@ -173,6 +176,7 @@ export class WalletRegistry {
       lastUsed: Date.now(),
       dropped: false,
       refreshPending: false,
+      beginSweepPending: false,
       inFlight: undefined,
       nextRefreshAt: 0,
       refreshDelayMs: this.#cfg.refresh_interval_secs * 1000,
@@ -242,6 +246,11 @@ export class WalletRegistry {
     return ctx.wallet;
   }
 
+  /** The wallet's directory (`<data_dir>/<fingerprint>`). */
+  walletDir(ctx: WalletContext): string {
+    return join(this.#cfg.data_dir, ctx.id.fingerprint);
+  }
+
   /** Removes the context from memory (the reference's drop); the data on disk stays. */
   async drop(ctx: WalletContext, priority: Priority = 'foreground'): Promise<void> {
     if (this.#contexts.get(ctx.id.fingerprint) === ctx) this.#contexts.delete(ctx.id.fingerprint);
@@ -273,6 +282,12 @@ export class WalletRegistry {
         },
         Math.min(idleMs, 30_000),
       );
+      t.unref();
+      this.#timers.push(t);
+    }
+    const beginTtlMs = this.#cfg.begin_ttl_secs * 1000;
+    if (beginTtlMs > 0) {
+      const t = setInterval(() => this.#releaseExpiredBegins(beginTtlMs), Math.min(beginTtlMs, 60_000));
       t.unref();
       this.#timers.push(t);
     }
@@ -317,6 +332,43 @@ export class WalletRegistry {
         })
         .finally(() => {
           ctx.refreshPending = false;
+        });
+    }
+  }
+
+  /**
+   * Releases begins older than `ttlMs` in the open wallets, at background priority in each wallet's queue (no
+   * call of that wallet runs meanwhile, so rgb-lib's database is ours for the instant it takes). A wallet not
+   * open now is looked at once it is opened again.
+   */
+  #releaseExpiredBegins(ttlMs: number): void {
+    for (const ctx of this.#contexts.values()) {
+      if (!ctx.wallet || ctx.beginSweepPending) continue;
+      ctx.beginSweepPending = true;
+      const dir = this.walletDir(ctx);
+      const expiredNow = () => {
+        const now = Date.now();
+        return pendingBegins(dir, ttlMs, now).filter(
+          (p) => p.expires_at !== null && p.expires_at * 1000 <= now,
+        );
+      };
+      this.use(ctx, { online: false, priority: 'background' }, async () => expiredNow().length > 0)
+        .then((any) =>
+          !any
+            ? undefined
+            : this.use(ctx, { online: true, priority: 'background' }, async (w) => {
+                for (const p of expiredNow()) {
+                  const r = await releaseBegin(w, dir, p.txid);
+                  if (r) this.#log.warn({ wallet: ctx.id.fingerprint, ...r }, 'released a begin never ended');
+                }
+                this.transfersChanged(ctx);
+              }),
+        )
+        .catch((err: Error) =>
+          this.#log.warn({ wallet: ctx.id.fingerprint, err: err.message }, 'releasing expired begins failed'),
+        )
+        .finally(() => {
+          ctx.beginSweepPending = false;
         });
     }
   }

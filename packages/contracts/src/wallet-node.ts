@@ -6,12 +6,14 @@
  */
 import { type Static, Type } from 'typebox';
 import { BACKUP_SCHEMAS } from './wallet-node-backup.ts';
+import { BEGIN_SCHEMAS } from './wallet-node-begins.ts';
 import { BTC_SCHEMAS } from './wallet-node-btc.ts';
 
 // Request defaults are applied by the service, never by the schema: a schema default would fill the
 // snake_case field before the handler sees a legacy camelCase spelling, silently overriding it.
 
 export * from './wallet-node-backup.ts';
+export * from './wallet-node-begins.ts';
 export * from './wallet-node-btc.ts';
 export type { Static };
 
@@ -400,6 +402,7 @@ export const WalletErrorEnvelope = Type.Object(
 export const WALLET_NODE_SCHEMAS = [
   ...BTC_SCHEMAS,
   ...BACKUP_SCHEMAS,
+  ...BEGIN_SCHEMAS,
   AssetIdRequest,
   FailTransfersRequest,
   CreateUtxosBeginRequest,

@@ -4,7 +4,6 @@
  * Electrum indexer, but only if it is the transaction a live reservation of this wallet describes.
  * Both run on the wallet's rgb-lib queue, so they are serialized with every other call of the wallet.
  */
-import { join } from 'node:path';
 import { ElectrumConnection, ElectrumServerError, electrumRequest, parseTx } from '@rgbx/chains/btc';
 import * as C from '@rgbx/contracts/wallet-node';
 import type { RgbWallet } from '@rgbx/rgb';
@@ -20,7 +19,6 @@ import {
   MAX_MONEY,
   MAX_STANDARD_VSIZE,
   type PsbtInput,
-  RESERVATION_TTL_MS,
   readReservations,
   recipientScript,
   reservedOutpoints,
@@ -33,7 +31,6 @@ import {
 } from '../btc-send.ts';
 import { E } from '../errors.ts';
 import { toU64 } from '../json.ts';
-import type { WalletContext } from '../wallets.ts';
 import { jsonString, pick, type RouteDeps, requireField, routeKit } from './kit.ts';
 
 /**
@@ -44,11 +41,13 @@ import { jsonString, pick, type RouteDeps, requireField, routeKit } from './kit.
 const SYNC_LOOKBACK = 20;
 
 export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
-  const { cfg } = deps;
+  const { cfg, registry } = deps;
   const { walletRoute } = routeKit(app, deps);
   const network = cfg.wallet.network;
   const indexer = cfg.wallet.indexer_address;
-  const walletDir = (ctx: WalletContext) => join(cfg.wallet.data_dir, ctx.id.fingerprint);
+  // Held as long as rgb-lib's begins are (wallet.begin_ttl_secs); 0 = until released by abortbegin (100 years).
+  const reservationTtlMs =
+    cfg.wallet.begin_ttl_secs > 0 ? cfg.wallet.begin_ttl_secs * 1000 : 100 * 365 * 86_400_000;
 
   /** The raw previous transactions of the selected inputs, from the indexer (one connection). */
   async function previousTxs(txids: string[]): Promise<Map<string, Buffer>> {
@@ -133,7 +132,7 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
           { details: { amount: amount.toString() } },
           `amount ${amount} sats is more than 21 million BTC`,
         );
-      const dir = walletDir(ctx);
+      const dir = registry.walletDir(ctx);
       const now = Date.now();
       const reservations = readReservations(dir, now);
       const reserved = reservedOutpoints(reservations);
@@ -173,7 +172,7 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
       reservations[built.txid] = {
         outpoints: inputs.map((i) => `${i.txid}:${i.vout}`),
         created_at: now,
-        expires_at: now + RESERVATION_TTL_MS,
+        expires_at: now + reservationTtlMs,
         address: b.address,
         amount: amount.toString(),
         fee: sel.fee.toString(),
@@ -201,7 +200,7 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
       const signed = requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt');
       const skipSync = pick(b.skip_sync, b.skipSync) ?? false;
       const { txid, hex } = finalizeSigned(signed);
-      const dir = walletDir(ctx);
+      const dir = registry.walletDir(ctx);
       const reservations = readReservations(dir);
       const r = reservations[txid];
       if (!r)

@@ -1,5 +1,6 @@
 import type { ServiceApp } from '@rgbx/service-kit';
 import { registerBackupRoutes } from './backup.ts';
+import { registerBeginRoutes } from './begins.ts';
 import { registerBtcRoutes } from './btc.ts';
 import { registerIssueRoutes } from './issue.ts';
 import type { RouteDeps } from './kit.ts';
@@ -13,4 +14,5 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
   registerBtcRoutes(app, deps);
   registerIssueRoutes(app, deps);
   registerBackupRoutes(app, deps);
+  registerBeginRoutes(app, deps);
 }

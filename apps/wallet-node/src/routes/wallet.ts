@@ -2,6 +2,7 @@ import * as C from '@rgbx/contracts/wallet-node';
 import type { AssignmentInput, RgbWallet } from '@rgbx/rgb';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
+import { forgetSignedBegin, psbtTxid, recordBegin } from '../begins.ts';
 import { toU64 } from '../json.ts';
 import { decodeInvoice, invoiceForm, recipientMapForm } from '../send-forms.ts';
 import { listAllTransfers, type WalletContext } from '../wallets.ts';
@@ -120,14 +121,17 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       response: Type.String({ description: 'base64 PSBT' }),
       online: true,
     },
-    (_ctx, w, b) =>
-      w.createUtxosBegin(
+    async (ctx, w, b) => {
+      const psbt = await w.createUtxosBegin(
         pick(b.up_to, b.upTo) ?? false,
         b.num ?? 5,
         b.size ?? 1000,
         pick(b.fee_rate, b.feeRate) ?? 1,
         b.skip_sync ?? false,
-      ),
+      );
+      recordBegin(registry.walletDir(ctx), psbtTxid(psbt));
+      return psbt;
+    },
     jsonString,
   );
   walletRoute<C.Static<typeof C.SignedPsbtRequest>>(
@@ -138,7 +142,12 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       response: Type.Integer(),
       online: true,
     },
-    (_ctx, w, b) => w.createUtxosEnd(requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt')),
+    async (ctx, w, b) => {
+      const signed = requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt');
+      const n = await w.createUtxosEnd(signed);
+      forgetSignedBegin(registry.walletDir(ctx), signed);
+      return n;
+    },
     jsonString,
   );
   walletRoute<C.Static<typeof C.IssueAssetNiaRequest>>(
@@ -237,6 +246,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
         form.expiry,
         false,
       );
+      recordBegin(registry.walletDir(ctx), psbtTxid(r.psbt), r.batchTransferIdx);
       return r.psbt;
     },
     jsonString,
@@ -250,8 +260,10 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       online: true,
       movesTransfers: true,
     },
-    async (_ctx, w, b) => {
-      const r = await w.sendEnd(requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt'));
+    async (ctx, w, b) => {
+      const signed = requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt');
+      const r = await w.sendEnd(signed);
+      forgetSignedBegin(registry.walletDir(ctx), signed);
       return { txid: r.txid, batchTransferIdx: r.batchTransferIdx };
     },
   );

@@ -12,11 +12,13 @@
  * await node.createUtxosEnd(signPsbt(psbt, mnemonic));
  */
 import type {
+  AbortBeginResponseT,
   BlindReceiveRequestT,
   CreateUtxosBeginRequestT,
   FailTransfersRequestT,
   InvoiceDataT,
   IssueAssetIfaRequestT,
+  PendingBeginT,
   SendBeginRequestT,
   SendBtcBeginRequestT,
   VersionInfoT,
@@ -267,6 +269,21 @@ export class WalletNodeClient {
     form.append('xpub_col', this.#headers['xpub-col']!);
     form.append('master_fingerprint', this.#headers['master-fingerprint']!);
     return this.#postForm('/wallet/restore', form);
+  }
+  /** Begins never ended (createutxosbegin, sendbegin, sendbtcbegin): what each holds and when it is released. */
+  listPendingBegins(): Promise<PendingBeginT[]> {
+    return this.#post('/wallet/listpendingbegins');
+  }
+  /**
+   * Releases what an unfinished begin holds, named by its PSBT (or `{ txid }`): its TXOs are spendable again, and
+   * an RGB send's batch transfer is failed.
+   *
+   * @example
+   * const psbt = await node.createUtxosBegin({ num: 5 });
+   * await node.abortBegin({ psbt }); // changed our mind: the funds are spendable again
+   */
+  abortBegin(begin: { psbt: string } | { txid: string }): Promise<AbortBeginResponseT> {
+    return this.#post('/wallet/abortbegin', begin);
   }
   /** IFA issuance; the node's operator must enable it (`[wallet] issue_schemas`), else 403. */
   issueAssetIfa(req: IssueAssetIfaRequestT): Promise<unknown> {
