@@ -224,7 +224,7 @@ export async function benchWalletNode(opts = {}) {
         const n = await startNode(config(dir, devnet.info, workers));
         const clients = many.map((k) => clientFor(n.url, k));
         pools[workers] = { node: n, clients };
-        await Promise.all(clients.map((c) => c.btcBalance())); // open all and go online (full scan)
+        await Promise.all(clients.map((c) => c.register())); // create (only register may), open, go online
       }
       // listassets: offline, ~1 ms in rgb-lib, so bound by the HTTP process; btcbalance: syncs with the
       // indexer inside the child, so bound by the children.

@@ -126,6 +126,7 @@ describe('issuance of every schema, backup and restore on a second node', () => 
     'funds wallet A and creates colored UTXOs (signed outside the node)',
     async () => {
       const A = client(node1, keysA);
+      await A.register();
       await devnet.fund(await A.address(), '0.01', { confirm: true });
       const psbt = await A.createUtxosBegin({ num: 8, size: 1000, fee_rate: 2 });
       expect(await A.createUtxosEnd(signPsbt(psbt, keysA.mnemonic))).toBe(8);

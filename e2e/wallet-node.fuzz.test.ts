@@ -65,6 +65,8 @@ beforeAll(async () => {
   devnet = await startDevnet({ dir: join(dir, 'devnet') });
   node = await startNode(writeNodeConfig(dir, devnet.info, { workers: 1, 'api.body_limit_bytes': 65536 }));
   keys = await generateKeys('Regtest', 'Taproot');
+  // Only register creates a wallet; the other routes on this identity then reach their handlers.
+  expect((await call('/wallet/register', wallet())).status).toBe(200);
   probeBefore = await probe();
 }, 300_000);
 

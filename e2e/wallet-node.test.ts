@@ -373,9 +373,17 @@ describe('errors', () => {
         issued_supply: 1,
       });
       // A wallet with no UTXOs has no slot to put the issuance on.
+      const empty = hdrs(await generateKeys('Regtest', 'SegWitV0'));
+      const unregistered = await post(
+        '/wallet/issueassetnia',
+        empty,
+        JSON.stringify({ ticker: 'X', name: 'X', amounts: [1] }),
+      );
+      expect([unregistered.status, JSON.parse(unregistered.text).error.code]).toEqual([404, 1015]);
+      expect((await post('/wallet/register', empty)).status).toBe(200);
       const noUtxos = await post(
         '/wallet/issueassetnia',
-        hdrs(await generateKeys('Regtest', 'SegWitV0')),
+        empty,
         JSON.stringify({ ticker: 'X', name: 'X', amounts: [1] }),
       );
       expect(noUtxos.status).toBe(400);

@@ -90,7 +90,7 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
   }
   installLosslessJson(app, cfg.api.body_limit_bytes);
 
-  const pool = new WorkerPool(cfg.wallet.workers, { callTimeoutMs: cfg.wallet.call_timeout_secs * 1000 });
+  const pool = WorkerPool.forConfig(cfg.wallet);
   const registry = new WalletRegistry(cfg.wallet, pool, logger);
 
   // Headers before body, as the reference: a missing header is a 401 even when the body is bad.

@@ -21,6 +21,7 @@ import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackupStore } from './backups.ts';
 import type { WalletIdentity } from './identity.ts';
+import { registerOffline } from './test-support.ts';
 import { intField, optionalField, type Upload, u64List } from './uploads.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'wn-backups-'));
@@ -249,11 +250,33 @@ describe('backup and restore routes (two wallet node processes)', () => {
   beforeAll(async () => {
     [A, B] = [await generateKeys('Regtest', 'SegWitV0'), await generateKeys('Regtest', 'SegWitV0')];
     [n1, n2] = await Promise.all([startNode('n1'), startNode('n2')]);
+    // Only register creates a wallet (offline here: it creates it, then fails to go online).
+    await registerOffline(n1.url, headers(A));
+    await registerOffline(n1.url, headers(B));
   }, 120_000);
 
   afterAll(async () => {
     await Promise.allSettled([n1?.stop(), n2?.stop()]);
     await closeDefaultHost();
+  });
+
+  it('keeps wallet data private (data_dir and wallet dirs 0700, rgb-lib files 0600) and creates no wallet but by register', async () => {
+    const mode = (p: string) => (statSync(p).mode & 0o777).toString(8);
+    const w = join(n1.data, A.masterFingerprint);
+    expect([
+      mode(n1.data),
+      mode(w),
+      mode(join(w, 'rgb_lib_db')),
+      mode(join(w, 'wallet_manifest.json')),
+    ]).toEqual(['700', '700', '600', '600']);
+    // Any other route on an identity the node has no wallet for: 404/1015, and nothing on disk.
+    const C = await generateKeys('Regtest', 'SegWitV0');
+    const r = await call(n1, 'POST', '/wallet/listassets', { headers: headers(C) });
+    expect([r.status, r.json.error.code, r.json.error.status]).toEqual([404, 1015, 'wallet_not_found']);
+    expect(existsSync(join(n1.data, C.masterFingerprint))).toBe(false);
+    // drop of an unknown wallet is a no-op.
+    const d = await call(n1, 'POST', '/wallet/drop', { headers: headers(C) });
+    expect([d.status, d.json]).toEqual([200, null]);
   });
 
   it('makes a backup with a password of at least 8 characters', async () => {

@@ -23,6 +23,12 @@ const TABLE = {
       `master-fingerprint ${fp} belongs to a wallet registered with different xpubs; refusing to serve it`,
   },
   NOT_FOUND: { wire: [1000, 'not_found'], status: 404, message: (what: string) => `${what} not found` },
+  WALLET_NOT_FOUND: {
+    wire: [1015, 'wallet_not_found'],
+    status: 404,
+    message: (fp: string) =>
+      `no wallet with master-fingerprint ${fp} on this node: register it first (POST /wallet/register)`,
+  },
   INVALID_ADDRESS: {
     wire: [1002, 'invalid_address'],
     status: 400,

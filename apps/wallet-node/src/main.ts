@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { killLeftoverChildren } from '@rgbx/rgb';
 import { createLogger, formatConfigError, loadTomlConfig, runService } from '@rgbx/service-kit';
 import { buildWalletNode } from './app.ts';
 import { ineffectiveKeys, prepareConfig, WalletNodeConfig } from './config.ts';
 import { lockDataDir } from './lock.ts';
+import { childPidDir } from './pool.ts';
 import { checkIndexer } from './preflight.ts';
 import { WalletRegistry } from './wallets.ts';
 
@@ -30,6 +32,8 @@ async function main(): Promise<void> {
   if (ignored.length > 0) logger.warn({ keys: ignored }, 'configuration keys accepted but without effect');
   try {
     mkdirSync(cfg.wallet.data_dir, { recursive: true, mode: 0o700 });
+    // Wallet data is for this service's user only (a data_dir made by an older version, or by hand, too).
+    chmodSync(cfg.wallet.data_dir, 0o700);
   } catch (err) {
     throw new Error(
       `wallet.data_dir: cannot create ${cfg.wallet.data_dir}: ${(err as NodeJS.ErrnoException).code}`,
@@ -37,6 +41,11 @@ async function main(): Promise<void> {
   }
   const release = lockDataDir(cfg.wallet.data_dir);
   process.once('exit', release);
+  // Before anything opens a wallet: rgb-lib children of a predecessor killed with SIGKILL normally die with
+  // it (their watchdog), but one that could not (stopped, starved) would still hold its wallets open.
+  const pidDir = childPidDir(cfg.wallet.data_dir);
+  const killed = await killLeftoverChildren(pidDir);
+  if (killed > 0) logger.warn({ killed, pidDir }, 'killed leftover rgb-lib children of a previous instance');
   const cleared = WalletRegistry.clearStaleLocks(cfg.wallet.data_dir);
   if (cleared > 0) logger.warn({ cleared }, 'removed stale rgb_runtime.lock files left by a crash');
   if (cfg.wallet.check_indexer_at_start) {

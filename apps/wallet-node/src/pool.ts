@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import { RgbHost } from '@rgbx/rgb';
+import type { WalletNodeConfig } from './config.ts';
 
 export type Priority = 'foreground' | 'background';
 
@@ -58,17 +60,34 @@ export class Slot {
 }
 
 /**
+ * Where the pool's children are recorded (`<data_dir>/.children/child-<pid>.pid`): `main.ts` kills the ones
+ * a killed predecessor left running (`killLeftoverChildren`) before anything opens a wallet.
+ */
+export function childPidDir(dataDir: string): string {
+  return join(dataDir, '.children');
+}
+
+/**
  * The rgb-lib process pool: `size` children, each owning a disjoint set of wallets. The HTTP process
  * never loads the addon. A new wallet goes to the child owning the fewest wallets.
  */
 export class WorkerPool {
   readonly slots: Slot[];
 
-  constructor(size: number, opts: { callTimeoutMs: number }) {
+  /** `pidDir`: record each child there while it runs (see `RgbHostOptions.pidDir`). */
+  constructor(size: number, opts: { callTimeoutMs: number; pidDir?: string }) {
     this.slots = Array.from(
       { length: size },
-      (_, i) => new Slot(i, new RgbHost({ callTimeoutMs: opts.callTimeoutMs })),
+      (_, i) => new Slot(i, new RgbHost({ callTimeoutMs: opts.callTimeoutMs, pidDir: opts.pidDir })),
     );
+  }
+
+  /** The pool of a wallet node: `workers` children, `call_timeout_secs`, recorded in {@link childPidDir}. */
+  static forConfig(wallet: WalletNodeConfig['wallet']): WorkerPool {
+    return new WorkerPool(wallet.workers, {
+      callTimeoutMs: wallet.call_timeout_secs * 1000,
+      pidDir: childPidDir(wallet.data_dir),
+    });
   }
 
   async start(): Promise<void> {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ServiceProcess } from '@rgbx/devnet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWalletNode, syntheticIdentity } from './test-support.ts';
+import { registerOffline, startWalletNode, syntheticIdentity } from './test-support.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'wn-refcompat-'));
 let node: ServiceProcess<string>;
@@ -72,6 +72,7 @@ beforeAll(async () => {
   );
   node = await startWalletNode(config);
   base = node.value;
+  await registerOffline(base, ID); // only register creates a wallet (then fails to go online: no indexer)
 }, 60_000);
 
 afterAll(async () => {

@@ -38,3 +38,17 @@ export function syntheticIdentity(
 export function startWalletNode(configFile: string): Promise<ServiceProcess<string>> {
   return spawnService('wallet node', [WALLET_NODE_MAIN, '-c', configFile]);
 }
+
+/**
+ * Registers a wallet on a node whose indexer is unreachable (the offline tests): rgb-lib creates the wallet
+ * (register is the only route that may), then going online fails, so the answer is the 500 envelope. Throws
+ * on any other answer.
+ */
+export async function registerOffline(url: string, headers: Record<string, string>): Promise<void> {
+  const r = await fetch(`${url}/wallet/register`, { method: 'POST', headers });
+  const text = await r.text();
+  if (r.status !== 500)
+    throw new Error(
+      `expected register to create the wallet and fail to go online (500), got ${r.status} ${text}`,
+    );
+}

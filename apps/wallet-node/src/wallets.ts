@@ -135,12 +135,24 @@ export class WalletRegistry {
     return this.#pool.leastLoaded().host;
   }
 
+  /** The live context of these headers, if the wallet is in memory (409 if its xpubs differ); never creates one. */
+  find(id: WalletIdentity): WalletContext | undefined {
+    const known = this.#contexts.get(id.fingerprint);
+    if (known && (known.id.xpubVanilla !== id.xpubVanilla || known.id.xpubColored !== id.xpubColored))
+      throw E.WALLET_MISMATCH.create(id.fingerprint);
+    return known;
+  }
+
   get size(): number {
     return this.#contexts.size;
   }
 
-  /** The context for these headers, created on first use; 409 if the fingerprint belongs to other xpubs. */
-  resolve(id: WalletIdentity): WalletContext {
+  /**
+   * The context for these headers; 409 if the fingerprint belongs to other xpubs. Only `create` (register,
+   * restore) makes a context for a wallet that does not exist on disk yet; any other call on an unknown
+   * identity is a 404 (1015) and creates nothing.
+   */
+  resolve(id: WalletIdentity, opts: { create?: boolean } = {}): WalletContext {
     const known = this.#contexts.get(id.fingerprint);
     if (known) {
       if (known.id.xpubVanilla !== id.xpubVanilla || known.id.xpubColored !== id.xpubColored) {
@@ -163,6 +175,7 @@ export class WalletRegistry {
         );
       }
     }
+    if (!manifest && !opts.create) throw E.WALLET_NOT_FOUND.create(id.fingerprint);
     const slot = this.#slotOf.get(id.fingerprint) ?? this.#pool.leastLoaded();
     this.#slotOf.set(id.fingerprint, slot);
     slot.wallets.add(id.fingerprint);
@@ -196,13 +209,14 @@ export class WalletRegistry {
   ): Promise<T> {
     const priority = opts.priority ?? 'foreground';
     const foreground = priority === 'foreground';
-    const first = ctx0.dropped ? this.resolve(ctx0.id) : ctx0;
+    // A call accepted on a context dropped meanwhile continues on a new one (its wallet was allowed then).
+    const first = ctx0.dropped ? this.resolve(ctx0.id, { create: true }) : ctx0;
     // Only client calls count as use: background refreshes must not keep a wallet from going idle.
     if (foreground) first.lastUsed = Date.now();
     return first.slot.run(priority, async () => {
       // Dropped while queued: continue on the live context. A fingerprint never changes child, so this is
       // still the same queue: the wallet can never be open twice.
-      const ctx = first.dropped ? this.resolve(first.id) : first;
+      const ctx = first.dropped ? this.resolve(first.id, { create: true }) : first;
       const w = await this.#ensure(ctx, opts.online);
       try {
         return await fn(w);
@@ -261,7 +275,12 @@ export class WalletRegistry {
       ctx.online = false;
       if (w && ctx.slot.host.isOpen(w.handle)) await w.drop();
     });
-    if (!this.#contexts.has(ctx.id.fingerprint)) ctx.slot.wallets.delete(ctx.id.fingerprint);
+    // Closed in its child and no new context meanwhile: the fingerprint may go to any child next time
+    // (bounded bookkeeping: nothing is kept for wallets not in use).
+    if (!this.#contexts.has(ctx.id.fingerprint)) {
+      ctx.slot.wallets.delete(ctx.id.fingerprint);
+      if (this.#slotOf.get(ctx.id.fingerprint) === ctx.slot) this.#slotOf.delete(ctx.id.fingerprint);
+    }
   }
 
   /** Idle closing and the optional background refresh; both run at background priority. */

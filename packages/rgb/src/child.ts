@@ -10,8 +10,10 @@
  * the point of running it outside the parent.
  */
 import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import { classifyErrorMessage, type RgbErrorPayload } from './errors.ts';
 import {
+  PARENT_PID_ARG,
   type RawArg,
   type ReadyMessage,
   type RequestMessage,
@@ -37,6 +39,58 @@ if (!process.send) {
   throw new Error('@rgbx/rgb child must be started with child_process.fork (no IPC channel)');
 }
 const send = process.send.bind(process);
+
+/*
+ * Parent-death watchdog. The 'disconnect' handler at the end of this file cannot run while this thread is
+ * blocked inside a synchronous rgb-lib call (up to minutes, e.g. a send to a transport endpoint that never
+ * answers): a parent killed with SIGKILL meanwhile would leave this process running as an orphan with its
+ * wallets open, and the parent's next instance would open them again. So a tiny second thread polls our
+ * ppid and, once the parent is gone, SIGKILLs this whole process, which works whatever the main thread is
+ * doing in native code.
+ *
+ * This does NOT break the rule of stack.md §4 ("worker_threads must never load the addon"): that warning is
+ * about isolates that LOAD the swig module (their exit corrupts its process-global templates). This thread
+ * never requires anything but `node:worker_threads`; the addon lives in this main thread only. It is started
+ * before the addon loads, with no execArgv (no preloads), and unref'ed so it never keeps the child alive.
+ * Cost: one more V8 isolate, about 8 MiB of anonymous memory per child.
+ *
+ * "Parent gone" = our ppid is no longer the pid the host passed us (`--rgbx-rgb-parent=<pid>`; without it,
+ * the ppid at start): an orphan is re-parented to pid 1 or to a subreaper, both differ from it. Comparing
+ * with the host's pid also catches a parent that died before this code ran.
+ *
+ * When the main thread is free it normally sees the disconnect first and exits cleanly (freeing its wallets);
+ * it sets `exiting` so the watchdog then gives it WATCHDOG_GRACE_MS before the SIGKILL. (Should the watchdog
+ * poll first, the SIGKILL only skips that cleanup: the next start removes stale `rgb_runtime.lock` files.)
+ */
+const WATCHDOG_INTERVAL_MS = 150;
+const WATCHDOG_GRACE_MS = 3_000;
+const WATCHDOG_SOURCE = `
+const { workerData } = require('node:worker_threads');
+const { parentPid, intervalMs, graceMs, exiting } = workerData;
+let orphanedAt = 0;
+setInterval(() => {
+  if (process.ppid === parentPid) return;
+  orphanedAt ||= Date.now();
+  if (Atomics.load(exiting, 0) === 1 && Date.now() - orphanedAt < graceMs) return;
+  process.kill(process.pid, 'SIGKILL');
+}, intervalMs);
+`;
+const parentArg = process.argv.find((a) => a.startsWith(PARENT_PID_ARG));
+const parentPid = parentArg ? Number(parentArg.slice(PARENT_PID_ARG.length)) : process.ppid;
+const exiting = new Int32Array(new SharedArrayBuffer(4));
+const watchdog = new Worker(WATCHDOG_SOURCE, {
+  eval: true,
+  execArgv: [],
+  workerData: { parentPid, intervalMs: WATCHDOG_INTERVAL_MS, graceMs: WATCHDOG_GRACE_MS, exiting },
+});
+watchdog.on('error', (err) => {
+  // Keep serving (the host still sees stderr); without the watchdog only the start-up sweep protects us.
+  console.error(`rgb-lib child ${process.pid}: parent-death watchdog failed: ${err.message}`);
+});
+watchdog.unref();
+
+// Wallet files rgb-lib creates (databases, stock, consignments, media) are for this user only: 0600/0700.
+process.umask(0o077);
 
 const t0 = performance.now();
 const require = createRequire(import.meta.url);
@@ -170,6 +224,7 @@ process.on('message', (msg: RequestMessage) => {
 
 // Parent gone (or closed the channel): release wallets (removes rgb_runtime.lock files) and exit.
 process.on('disconnect', () => {
+  Atomics.store(exiting, 0, 1);
   freeAll();
   process.exit(0);
 });

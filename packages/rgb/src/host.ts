@@ -11,6 +11,7 @@ import { EventEmitter } from 'node:events';
 import { existsSync, realpathSync, unlinkSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { childArgs, forgetChild, preparePidDir, recordChild } from './children.ts';
 import { RgbCallTimeoutError, RgbChildDiedError, RgbLibError, RgbWalletClosedError } from './errors.ts';
 import type {
   OpName,
@@ -42,6 +43,13 @@ export interface RgbHostOptions {
   callTimeoutMs?: number;
   /** How long `close()` waits for a graceful child exit before SIGKILL. Default 10 s. */
   closeTimeoutMs?: number;
+  /**
+   * Directory (created, mode 0700) where each child is recorded as `child-<pid>.pid` while it runs. A child
+   * normally dies with this process, even one blocked in a long rgb-lib call (its parent-death watchdog);
+   * should one survive anyway, {@link killLeftoverChildren} on the same directory kills it at the next start.
+   * Default: not recorded.
+   */
+  pidDir?: string;
 }
 
 interface Pending {
@@ -143,13 +151,33 @@ export class RgbHost extends EventEmitter<RgbHostEvents> {
         new Error(`rgb-lib child entry ${entry} not found; build it with \`npx tsc -b\``),
       );
     }
+    const pidDir = this.#opts.pidDir === undefined ? undefined : resolve(this.#opts.pidDir);
+    if (pidDir !== undefined) {
+      try {
+        preparePidDir(pidDir);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     const t0 = performance.now();
-    const child = fork(entry, [], {
+    const child = fork(entry, childArgs(pidDir), {
       execArgv: this.#opts.execArgv ?? [],
       env: this.#opts.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       serialization: 'json',
     });
+    let pidFileError: Error | undefined;
+    if (pidDir !== undefined && child.pid !== undefined) {
+      // Recorded at once (same tick as the fork); removed once the child is reaped.
+      try {
+        const file = recordChild(pidDir, child.pid, entry);
+        child.once('exit', () => forgetChild(file));
+      } catch (err) {
+        pidFileError = new Error(
+          `cannot record the rgb-lib child in ${pidDir}: ${(err as NodeJS.ErrnoException).code ?? err}`,
+        );
+      }
+    }
     const generation = ++this.#generation;
     this.#stderrTail = '';
     child.stdout?.on('data', () => {});
@@ -159,6 +187,12 @@ export class RgbHost extends EventEmitter<RgbHostEvents> {
 
     return new Promise<ChildProcess>((resolvePromise, rejectPromise) => {
       let settled = false;
+      if (pidFileError) {
+        // An unrecorded child could outlive us unnoticed by the next start's sweep: do not use it.
+        settled = true;
+        child.kill('SIGKILL');
+        rejectPromise(pidFileError);
+      }
       const timer = setTimeout(() => {
         if (settled) return;
         settled = true;

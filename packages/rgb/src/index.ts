@@ -2,6 +2,7 @@
  * `@rgbx/rgb`: the only package that touches the rgb-lib native binding, and only from a child
  * process. Import this from anywhere: the addon is never loaded in the importing process.
  */
+export { killLeftoverChildren, LEFTOVER_KILL_WAIT_MS } from './children.ts';
 export {
   classifyErrorMessage,
   parseDebugFields,

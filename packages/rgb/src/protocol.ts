@@ -92,3 +92,14 @@ export interface ReadyMessage {
   /** Milliseconds spent in `require()` of the addon. */
   loadMs: number;
 }
+
+/**
+ * First argument of every child (`fork(entry, [CHILD_MARKER_ARG=<pidDir>, …])`): it marks the process in
+ * `/proc/<pid>/cmdline` as an rgb-lib child, and, with a pid directory, as a child recorded there, so that a
+ * pid recorded in a pid file but reused meanwhile by another process (even another host's child) is never
+ * taken for ours. See `children.ts`.
+ */
+export const CHILD_MARKER_ARG = '--rgbx-rgb-child';
+
+/** Second argument of every child: `--rgbx-rgb-parent=<pid>`, the pid its parent-death watchdog watches. */
+export const PARENT_PID_ARG = '--rgbx-rgb-parent=';

@@ -279,7 +279,7 @@ export function registerBackupRoutes(app: ServiceApp, deps: RouteDeps): void {
         });
       // 409 as well when the fingerprint is known with other xpubs (in memory or on disk).
       const known = registry.size;
-      const ctx = registry.resolve(id);
+      const ctx = registry.resolve(id, { create: true });
       const made = registry.size > known;
       try {
         if (existsSync(target)) throw exists();

@@ -45,7 +45,9 @@ export const errorResponses = {
       },
     },
   },
-  404: Type.Ref('WalletErrorEnvelope', { description: 'asset or transfer not found (code 1000)' }),
+  404: Type.Ref('WalletErrorEnvelope', {
+    description: 'no wallet registered for these headers (1015), or asset/transfer not found (1000)',
+  }),
   409: Type.Ref('WalletErrorEnvelope', {
     description: 'wallet identity mismatch (1012) or conflicting transfer state (1009)',
   }),
@@ -115,6 +117,8 @@ export interface WalletRouteOptions {
   consumes?: string[];
   /** The call can start or move a transfer: the background refresh looks at the wallet again. */
   movesTransfers?: boolean;
+  /** Only this route may make a wallet that does not exist yet (register); elsewhere an unknown one is 404/1015. */
+  createsWallet?: boolean;
   /** Checked after the identity, before the handler (e.g. a capability the operator turned off): throw to refuse. */
   precondition?: () => void;
 }
@@ -168,7 +172,7 @@ export function routeKit(app: ServiceApp, deps: RouteDeps) {
   ): void {
     app.post(path, schemaOf(o), async (req, reply) => {
       if (!req.walletIdentity) return missingHeaders(reply);
-      const ctx = registry.resolve(req.walletIdentity);
+      const ctx = registry.resolve(req.walletIdentity, { create: o.createsWallet === true });
       const body = (o.body === undefined ? {} : (req.body ?? {})) as B;
       o.precondition?.();
       try {

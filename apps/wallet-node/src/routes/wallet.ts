@@ -31,6 +31,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       summary: 'Create or load a watch-only wallet context',
       response: Type.Ref('RegisterResponse'),
       online: true,
+      createsWallet: true,
     },
     async (_ctx, w) => ({ address: await w.getAddress(), btcBalance: await w.getBtcBalance(false) }),
   );
@@ -338,8 +339,9 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
     },
     async (req, reply) => {
       if (!req.walletIdentity) return missingHeaders(reply);
-      const ctx = registry.resolve(req.walletIdentity);
-      await registry.drop(ctx);
+      // Dropping a wallet that is not open (or not registered) is a no-op, as in the reference.
+      const ctx = registry.find(req.walletIdentity);
+      if (ctx) await registry.drop(ctx);
       return reply.type('application/json; charset=utf-8').send('null');
     },
   );
