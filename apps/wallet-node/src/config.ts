@@ -89,6 +89,18 @@ export const WalletNodeConfig = Type.Object(
          * long, then the node releases them (`/wallet/abortbegin` does at once); 0 = only on request.
          */
         begin_ttl_secs: Type.Integer({ default: 3600, minimum: 0, maximum: 30 * 86_400 }),
+        /**
+         * Calls that talk to RGB proxies (sendbegin, sendend, refresh, failtransfers) end after this many seconds
+         * (the child is killed, the call answers 504/1016): a recipient's transport endpoint may never answer.
+         */
+        transport_call_timeout_secs: Type.Integer({ default: 60, minimum: 1, maximum: 3600 }),
+        /**
+         * Isolation: a call of one wallet running longer than this (ms) no longer holds up other wallets of its
+         * child: they move to another child (started on demand, up to `max_workers`).
+         */
+        isolation_budget_ms: Type.Integer({ default: 250, minimum: 20, maximum: 60_000 }),
+        /** The most rgb-lib children while some are busy with long calls. Default: 2 × workers. */
+        max_workers: Type.Optional(Type.Integer({ minimum: 1, maximum: 128 })),
         /** A call running longer than this kills its child (its wallets reopen on next use). */
         call_timeout_secs: Type.Integer({ default: 300, minimum: 5 }),
         /**

@@ -78,6 +78,13 @@ const TABLE = {
       `this node does not issue ${schema.toUpperCase()} assets (the spec's node issues NIA only); ` +
       `the operator can enable it with [wallet] issue_schemas = ["nia", "${schema}"]`,
   },
+  CALL_TIMEOUT: {
+    wire: [1016, 'timeout'],
+    status: 504,
+    message: (op: string) =>
+      `${op} took longer than its deadline (wallet.transport_call_timeout_secs for calls that talk to RGB ` +
+      'proxies, wallet.call_timeout_secs for the others) and was stopped; nothing else of this wallet was affected',
+  },
   INTERNAL: { wire: [500, 'internal_error'], status: 500, message: 'something went wrong' },
 } as const;
 
@@ -149,7 +156,8 @@ export const envelope: ErrorEnvelopeFactory = (e: ErrorInfo) => {
   } else if (!(e.code in CODES)) {
     key = statusCode >= 500 ? 'INTERNAL' : 'INVALID_REQUEST';
   }
-  if (statusCode >= 500) {
+  // 5xx say nothing of the cause, except our own deadline error (its message names only the operation).
+  if (statusCode >= 500 && key !== 'CALL_TIMEOUT') {
     key = 'INTERNAL';
     message = 'something went wrong';
     details = {};

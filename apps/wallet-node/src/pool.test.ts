@@ -1,6 +1,6 @@
 import { RgbHost } from '@rgbx/rgb';
 import { describe, expect, it } from 'vitest';
-import { Slot } from './pool.ts';
+import { Slot, WorkerPool } from './pool.ts';
 
 describe('Slot', () => {
   // The host is never started: Slot.run only schedules the given functions.
@@ -45,5 +45,56 @@ describe('Slot', () => {
     const good = s.run('foreground', async () => 42);
     await expect(bad).rejects.toThrow('boom');
     expect(await good).toBe(42);
+  });
+});
+
+describe('isolation bookkeeping (hosts never started: the scheduling logic only)', () => {
+  const gate = () => {
+    let open!: () => void;
+    const p = new Promise<void>((r) => (open = r));
+    return { p, open };
+  };
+
+  it('reports the running owner and for how long; takes only the other wallets queued tasks', async () => {
+    const s = new Slot(0, new RgbHost());
+    const g = gate();
+    const long = s.run('foreground', () => g.p, 'aaaa0001');
+    const mine = s.run('foreground', async () => 'a2', 'aaaa0001');
+    const other = s.run('background', async () => 'b', 'bbbb0002');
+    expect(s.running()?.owner).toBe('aaaa0001');
+    const taken = s.takeQueuedExcept('aaaa0001');
+    expect(taken.map((t) => [t.priority, t.task.owner])).toEqual([['background', 'bbbb0002']]);
+    expect(s.queued).toBe(2); // the running call and the same wallet's next one stay
+    const to = new Slot(1, new RgbHost());
+    to.adopt(taken);
+    expect(await other).toBe('b'); // ran on the other slot while the first is still blocked
+    expect(s.running()?.owner).toBe('aaaa0001');
+    g.open();
+    await long;
+    expect(await mine).toBe('a2');
+  });
+
+  it('a pool grows while a slot is stuck past its budget, prefers idle children, and stops at maxSize', async () => {
+    const pool = new WorkerPool(1, { callTimeoutMs: 1000, budgetMs: 20, maxSize: 2 });
+    const [first] = pool.slots;
+    const g = gate();
+    const long = first!.run('foreground', () => g.p, 'aaaa0001');
+    expect(pool.isStuck(first!)).toBe(false);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(pool.isStuck(first!)).toBe(true);
+    const added: number[] = [];
+    pool.onSlot((s) => added.push(s.index));
+    const spare = pool.spareFor(first!);
+    expect(spare?.index).toBe(1);
+    expect(added).toEqual([0, 1]); // existing slot reported at once, the new one when created
+    expect(pool.spareFor(first!)).toBe(spare); // idle: reused, no third child
+    expect(pool.leastLoaded()).toBe(spare); // new wallets avoid the stuck child
+    const busy = gate();
+    const b = spare!.run('foreground', () => busy.p, 'bbbb0002');
+    expect(pool.spareFor(first!)).toBe(spare); // full: the least busy child that is not stuck
+    g.open();
+    busy.open();
+    await Promise.all([long, b]);
+    expect(pool.slots).toHaveLength(2);
   });
 });

@@ -8,12 +8,19 @@ interface Task {
   fn: () => Promise<unknown>;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
+  /** The wallet (fingerprint) the task runs for; '' for calls that read no wallet. */
+  owner: string;
 }
 
 /**
  * One rgb-lib child process and the queue in front of it. rgb-lib calls block their process, so a
  * slot runs one call at a time; foreground (HTTP) calls always go before queued background work
  * (refresh, idle drops), so background work never delays a client call that is waiting.
+ *
+ * Isolation (see `WalletRegistry`): a call running longer than the budget makes the slot "stuck" for the
+ * other wallets; they are moved to another child (their stale handles here abandoned), the slot is tainted,
+ * and a tainted slot restarts its child as soon as its running call ends, before it runs anything else, so
+ * no stale wallet object ever runs again.
  */
 export class Slot {
   readonly index: number;
@@ -22,7 +29,9 @@ export class Slot {
   readonly wallets = new Set<string>();
   readonly #fg: Task[] = [];
   readonly #bg: Task[] = [];
-  #running = false;
+  #running: { owner: string; since: number } | null = null;
+  /** Wallets were moved off this child while it was busy: restart it before the next task. */
+  tainted = false;
 
   constructor(index: number, host: RgbHost) {
     this.index = index;
@@ -33,27 +42,70 @@ export class Slot {
     return this.#fg.length + this.#bg.length + (this.#running ? 1 : 0);
   }
 
-  run<T>(priority: Priority, fn: () => Promise<T>): Promise<T> {
+  /** The wallet whose call runs now, and for how long (ms); null when idle. */
+  running(now = Date.now()): { owner: string; forMs: number } | null {
+    return this.#running ? { owner: this.#running.owner, forMs: now - this.#running.since } : null;
+  }
+
+  run<T>(priority: Priority, fn: () => Promise<T>, owner = ''): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      (priority === 'foreground' ? this.#fg : this.#bg).push({
-        fn,
-        resolve: resolve as (v: unknown) => void,
-        reject,
-      });
-      this.#pump();
+      this.#push(priority, { fn, resolve: resolve as (v: unknown) => void, reject, owner });
     });
+  }
+
+  #push(priority: Priority, task: Task): void {
+    (priority === 'foreground' ? this.#fg : this.#bg).push(task);
+    this.#pump();
+  }
+
+  /** Removes and returns the queued (not running) tasks of wallets other than `keep`, with their priority. */
+  takeQueuedExcept(keep: string): Array<{ priority: Priority; task: Task }> {
+    const out: Array<{ priority: Priority; task: Task }> = [];
+    for (const [priority, q] of [
+      ['foreground', this.#fg],
+      ['background', this.#bg],
+    ] as const) {
+      for (let i = q.length - 1; i >= 0; i--) {
+        if (q[i]!.owner !== keep) out.unshift({ priority, task: q.splice(i, 1)[0]! });
+      }
+    }
+    return out;
+  }
+
+  /** Queues tasks taken from another slot (their wallets were moved here). */
+  adopt(tasks: Array<{ priority: Priority; task: Task }>): void {
+    for (const { priority, task } of tasks) this.#push(priority, task);
   }
 
   #pump(): void {
     if (this.#running) return;
     const task = this.#fg.shift() ?? this.#bg.shift();
     if (!task) return;
-    this.#running = true;
-    task
-      .fn()
+    this.#running = { owner: task.owner, since: Date.now() };
+    const start = this.tainted
+      ? this.host.restartChild().then(() => {
+          this.tainted = false;
+          this.#running = { owner: task.owner, since: Date.now() };
+        })
+      : Promise.resolve();
+    start
+      .then(() => task.fn())
       .then(task.resolve, task.reject)
       .finally(() => {
-        this.#running = false;
+        this.#running = null;
+        if (this.tainted && this.#fg.length + this.#bg.length === 0) {
+          // Nothing waits: restart now rather than on the next task (frees the stale objects at once).
+          this.#running = { owner: '', since: Date.now() };
+          void this.host
+            .restartChild()
+            .catch(() => {})
+            .finally(() => {
+              this.tainted = false;
+              this.#running = null;
+              this.#pump();
+            });
+          return;
+        }
         this.#pump();
       });
   }
@@ -75,11 +127,69 @@ export class WorkerPool {
   readonly slots: Slot[];
 
   /** `pidDir`: record each child there while it runs (see `RgbHostOptions.pidDir`). */
-  constructor(size: number, opts: { callTimeoutMs: number; pidDir?: string }) {
-    this.slots = Array.from(
-      { length: size },
-      (_, i) => new Slot(i, new RgbHost({ callTimeoutMs: opts.callTimeoutMs, pidDir: opts.pidDir })),
-    );
+  readonly #hostOpts: { callTimeoutMs: number; pidDir?: string };
+  /** Children the pool may grow to while some are stuck (isolation); `size` are started up front. */
+  readonly maxSize: number;
+  /** A slot running one call longer than this (ms) counts as stuck for the other wallets. */
+  readonly budgetMs: number;
+
+  constructor(
+    size: number,
+    opts: { callTimeoutMs: number; pidDir?: string; maxSize?: number; budgetMs?: number },
+  ) {
+    this.#hostOpts = { callTimeoutMs: opts.callTimeoutMs, pidDir: opts.pidDir };
+    this.maxSize = Math.max(size, opts.maxSize ?? size * 2);
+    this.budgetMs = opts.budgetMs ?? 250;
+    this.slots = Array.from({ length: size }, (_, i) => new Slot(i, new RgbHost(this.#hostOpts)));
+  }
+
+  /**
+   * A slot to move a wallet to, away from `from`: an idle child, else the least busy child that is not stuck,
+   * else a new child while the pool is below `maxSize`; undefined when every slot is stuck and the pool is full.
+   */
+  spareFor(from: Slot, now = Date.now()): Slot | undefined {
+    const free = this.slots.filter((s) => s !== from && !this.isStuck(s, now));
+    const byLoad = (a: Slot, b: Slot) =>
+      b.queued < a.queued || (b.queued === a.queued && b.wallets.size < a.wallets.size) ? b : a;
+    // An idle child first (one is kept warm while a slot is stuck, see ensureSpare); else the least busy child
+    // that is not stuck (a cold start costs more than queueing behind a short call); else a new child while the
+    // pool may grow.
+    const idle = free.filter((s) => s.queued === 0);
+    if (idle.length > 0) return idle.reduce(byLoad);
+    if (free.length > 0) return free.reduce(byLoad);
+    if (this.slots.length >= this.maxSize) return undefined;
+    return this.#add();
+  }
+
+  /**
+   * While a slot is stuck, keep one idle child warm (started) to move wallets to, so the first call of a moved
+   * wallet does not also pay for a child start (~0.2–0.3 s).
+   */
+  ensureSpare(now = Date.now()): void {
+    const idle = this.slots.some((s) => s.queued === 0 && !this.isStuck(s, now));
+    if (idle || this.slots.length >= this.maxSize) return;
+    const slot = this.#add();
+    slot.host.start().catch(() => {}); // a failed start is retried by the first call
+  }
+
+  #add(): Slot {
+    const slot = new Slot(this.slots.length, new RgbHost(this.#hostOpts));
+    this.slots.push(slot);
+    for (const cb of this.#onSlot) cb(slot);
+    return slot;
+  }
+
+  readonly #onSlot: Array<(slot: Slot) => void> = [];
+
+  /** Calls `cb` for every slot, now and when the pool grows. */
+  onSlot(cb: (slot: Slot) => void): void {
+    for (const s of this.slots) cb(s);
+    this.#onSlot.push(cb);
+  }
+
+  isStuck(slot: Slot, now = Date.now()): boolean {
+    const r = slot.running(now);
+    return r !== null && r.forMs > this.budgetMs;
   }
 
   /** The pool of a wallet node: `workers` children, `call_timeout_secs`, recorded in {@link childPidDir}. */
@@ -87,6 +197,8 @@ export class WorkerPool {
     return new WorkerPool(wallet.workers, {
       callTimeoutMs: wallet.call_timeout_secs * 1000,
       pidDir: childPidDir(wallet.data_dir),
+      maxSize: wallet.max_workers ?? wallet.workers * 2,
+      budgetMs: wallet.isolation_budget_ms,
     });
   }
 
@@ -94,8 +206,10 @@ export class WorkerPool {
     await Promise.all(this.slots.map((s) => s.host.start()));
   }
 
-  leastLoaded(): Slot {
-    return this.slots.reduce((a, b) => (b.wallets.size < a.wallets.size ? b : a));
+  /** Where a wallet opening now goes: the slot owning the fewest wallets, preferring ones not stuck. */
+  leastLoaded(now = Date.now()): Slot {
+    const free = this.slots.filter((s) => !this.isStuck(s, now));
+    return (free.length > 0 ? free : this.slots).reduce((a, b) => (b.wallets.size < a.wallets.size ? b : a));
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,12 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { openWallet, type RgbHost, type RgbWallet, RgbWalletClosedError } from '@rgbx/rgb';
+import {
+  openWallet,
+  type RgbHost,
+  type RgbWallet,
+  RgbWalletClosedError,
+  type WalletFunction,
+} from '@rgbx/rgb';
 import type { Logger } from '@rgbx/service-kit';
 import { pendingBegins, releaseBegin } from './begins.ts';
 import { NETWORKS, type WalletNodeConfig } from './config.ts';
@@ -20,7 +26,8 @@ interface Manifest {
 /** A wallet context: which child owns it, its open handle (if any) and whether it went online. */
 export interface WalletContext {
   readonly id: WalletIdentity;
-  readonly slot: Slot;
+  /** The child that owns the wallet; changes only when the wallet is moved off a stuck child (isolation). */
+  slot: Slot;
   witnessVersion: WitnessVersion;
   wallet: RgbWallet | null;
   online: boolean;
@@ -29,6 +36,8 @@ export interface WalletContext {
   dropped: boolean;
   /** A background refresh is queued or running for this wallet. */
   refreshPending: boolean;
+  /** Moved to another child after going online once here: the next goOnline may skip the consistency check. */
+  skipConsistencyOnce?: boolean;
   /** A background release of expired begins is queued or running for this wallet. */
   beginSweepPending: boolean;
   /**
@@ -92,13 +101,23 @@ export class WalletRegistry {
    * only meet in the same child's queue, which serializes them (never two owners at once).
    */
   readonly #slotOf = new Map<string, Slot>();
+  readonly #deadlines: Partial<Record<WalletFunction, number>>;
   readonly #timers: NodeJS.Timeout[] = [];
 
   constructor(cfg: WalletNodeConfig['wallet'], pool: WorkerPool, log: Logger) {
     this.#cfg = cfg;
     this.#pool = pool;
     this.#log = log;
-    for (const slot of pool.slots) {
+    // Calls that talk to RGB proxies (a recipient's transport endpoint may accept and never answer) get a
+    // shorter deadline than a full sync; past it the child is killed and the call answers 504.
+    const transportMs = cfg.transport_call_timeout_secs * 1000;
+    this.#deadlines = {
+      rgblib_send_begin: transportMs,
+      rgblib_send_end: transportMs,
+      rgblib_refresh: transportMs,
+      rgblib_fail_transfers: transportMs,
+    };
+    pool.onSlot((slot) => {
       // A child that died (a Rust panic aborts it) took its wallets with it: they reopen on next use.
       slot.host.on('child-exit', (e) => {
         let n = 0;
@@ -114,7 +133,7 @@ export class WalletRegistry {
           'rgb-lib child exited',
         );
       });
-    }
+    });
   }
 
   /** Deletes `rgb_runtime.lock` left by a crashed process in every wallet dir (we hold the data_dir lock). */
@@ -213,23 +232,90 @@ export class WalletRegistry {
     const first = ctx0.dropped ? this.resolve(ctx0.id, { create: true }) : ctx0;
     // Only client calls count as use: background refreshes must not keep a wallet from going idle.
     if (foreground) first.lastUsed = Date.now();
-    return first.slot.run(priority, async () => {
-      // Dropped while queued: continue on the live context. A fingerprint never changes child, so this is
-      // still the same queue: the wallet can never be open twice.
-      const ctx = first.dropped ? this.resolve(first.id, { create: true }) : first;
-      const w = await this.#ensure(ctx, opts.online);
-      try {
-        return await fn(w);
-      } catch (err) {
-        if (err instanceof RgbWalletClosedError) {
-          ctx.wallet = null;
-          ctx.online = false;
+    this.#isolate(first);
+    return first.slot.run(
+      priority,
+      async () => {
+        // Dropped while queued: continue on the live context. A fingerprint changes child only together with
+        // all its queued tasks (isolation), so this is still its one queue: the wallet is never open twice.
+        const ctx = first.dropped ? this.resolve(first.id, { create: true }) : first;
+        const w = await this.#ensure(ctx, opts.online);
+        try {
+          return await fn(w);
+        } catch (err) {
+          if (err instanceof RgbWalletClosedError) {
+            ctx.wallet = null;
+            ctx.online = false;
+          }
+          throw err;
+        } finally {
+          if (foreground) ctx.lastUsed = Date.now();
         }
-        throw err;
-      } finally {
-        if (foreground) ctx.lastUsed = Date.now();
+      },
+      first.id.fingerprint,
+    );
+  }
+
+  /**
+   * Isolation: a call must not wait behind another wallet's long call. If the wallet's child is running another
+   * wallet's call for longer than the pool's budget, the wallet moves to another child before queueing.
+   */
+  #isolate(ctx: WalletContext): void {
+    const r = ctx.slot.running();
+    if (!r || r.owner === ctx.id.fingerprint || r.forMs <= this.#pool.budgetMs) return;
+    const to = this.#pool.spareFor(ctx.slot);
+    if (to) this.#move(ctx, to);
+  }
+
+  /**
+   * Moves a wallet (not running now) to `to`. Its open object in the old child cannot be freed while that child
+   * is busy: the handle is abandoned there and the old slot tainted (it restarts its child before running
+   * anything else), so the stale object never runs again.
+   */
+  #move(ctx: WalletContext, to: Slot): void {
+    const from = ctx.slot;
+    const fp = ctx.id.fingerprint;
+    if (ctx.wallet) {
+      from.host.abandon(
+        ctx.wallet.handle,
+        `moved to another rgb-lib child while child ${from.index} was busy`,
+      );
+      from.tainted = true;
+      ctx.wallet = null;
+      // Nothing changed on disk: reopening elsewhere need not repeat goOnline's consistency check (full scan).
+      if (ctx.online) ctx.skipConsistencyOnce = true;
+      ctx.online = false;
+    }
+    from.wallets.delete(fp);
+    to.wallets.add(fp);
+    ctx.slot = to;
+    this.#slotOf.set(fp, to);
+    this.#log.info({ wallet: fp, from: from.index, to: to.index }, 'wallet moved off a busy rgb-lib child');
+  }
+
+  /** Calls already queued behind a call that became stuck move with their wallets (checked every tick). */
+  #rebalanceStuck(): void {
+    const now = Date.now();
+    for (const slot of [...this.#pool.slots]) {
+      if (!this.#pool.isStuck(slot, now)) continue;
+      if (slot.wallets.size > 1) this.#pool.ensureSpare(now);
+      const keep = slot.running(now)!.owner;
+      const waiting = slot.takeQueuedExcept(keep);
+      if (waiting.length === 0) continue;
+      const byOwner = new Map<string, typeof waiting>();
+      for (const t of waiting) byOwner.set(t.task.owner, [...(byOwner.get(t.task.owner) ?? []), t]);
+      for (const [owner, tasks] of byOwner) {
+        const ctx = this.#contexts.get(owner);
+        // A wallet being dropped (no live context) stays: its drop must run where its object is.
+        const to = ctx && ctx.slot === slot ? this.#pool.spareFor(slot, now) : undefined;
+        if (!ctx || !to) {
+          slot.adopt(tasks); // nowhere to go: they wait, as before
+          continue;
+        }
+        this.#move(ctx, to);
+        to.adopt(tasks);
       }
-    });
+    }
   }
 
   async #ensure(ctx: WalletContext, online: boolean): Promise<RgbWallet> {
@@ -245,14 +331,17 @@ export class WalletRegistry {
           witnessVersion: ctx.witnessVersion,
         },
         maxAllocationsPerUtxo: 1,
+        deadlines: this.#deadlines,
         supportedSchemas: ['Nia', 'Cfa', 'Uda', 'Ifa'],
         host: ctx.slot.host,
       });
     }
     if (online && !ctx.online) {
+      const skip = ctx.skipConsistencyOnce === true;
+      ctx.skipConsistencyOnce = false;
       await ctx.wallet.goOnline({
         indexerUrl: this.#cfg.indexer_address,
-        skipConsistencyCheck: false,
+        skipConsistencyCheck: skip,
         vanillaSyncLookback: 20,
       });
       ctx.online = true;
@@ -269,12 +358,16 @@ export class WalletRegistry {
   async drop(ctx: WalletContext, priority: Priority = 'foreground'): Promise<void> {
     if (this.#contexts.get(ctx.id.fingerprint) === ctx) this.#contexts.delete(ctx.id.fingerprint);
     ctx.dropped = true;
-    await ctx.slot.run(priority, async () => {
-      const w = ctx.wallet;
-      ctx.wallet = null;
-      ctx.online = false;
-      if (w && ctx.slot.host.isOpen(w.handle)) await w.drop();
-    });
+    await ctx.slot.run(
+      priority,
+      async () => {
+        const w = ctx.wallet;
+        ctx.wallet = null;
+        ctx.online = false;
+        if (w && ctx.slot.host.isOpen(w.handle)) await w.drop();
+      },
+      ctx.id.fingerprint,
+    );
     // Closed in its child and no new context meanwhile: the fingerprint may go to any child next time
     // (bounded bookkeeping: nothing is kept for wallets not in use).
     if (!this.#contexts.has(ctx.id.fingerprint)) {
@@ -285,6 +378,10 @@ export class WalletRegistry {
 
   /** Idle closing and the optional background refresh; both run at background priority. */
   startBackground(): void {
+    // Isolation: calls queued behind a call that outlives the budget move to another child.
+    const iso = setInterval(() => this.#rebalanceStuck(), Math.max(20, Math.floor(this.#pool.budgetMs / 2)));
+    iso.unref();
+    this.#timers.push(iso);
     const idleMs = this.#cfg.idle_timeout_secs * 1000;
     if (idleMs > 0) {
       const t = setInterval(

@@ -314,16 +314,16 @@ export class RgbHost extends EventEmitter<RgbHostEvents> {
     return this.#send(child, op, args) as Promise<Ops[K][1]>;
   }
 
-  #send(child: ChildProcess, op: OpName, args: unknown[]): Promise<unknown> {
+  #send(child: ChildProcess, op: OpName, args: unknown[], timeoutMs?: number): Promise<unknown> {
     const id = this.#nextId++;
     return new Promise((resolvePromise, rejectPromise) => {
       const pending: Pending = { op, resolve: resolvePromise, reject: rejectPromise, timer: undefined };
-      const timeout = this.#opts.callTimeoutMs;
+      const timeout = timeoutMs ?? this.#opts.callTimeoutMs;
       if (timeout !== undefined) {
         pending.timer = setTimeout(() => {
           if (!this.#pending.has(id) || this.#child !== child) return;
           this.#killReason = {
-            reason: `killed after ${op} exceeded callTimeoutMs=${timeout}`,
+            reason: `killed after ${op === 'call' ? String(args[1]) : op} exceeded callTimeoutMs=${timeout}`,
             timedOutId: id,
           };
           child.kill('SIGKILL');
@@ -385,10 +385,34 @@ export class RgbHost extends EventEmitter<RgbHostEvents> {
    * Call one raw `rgblib_*` wallet function in the child; the wallet object is prepended there.
    * @returns the function's raw string result (JSON or plain), or null.
    */
-  async callWallet(handle: string, fn: WalletFunction, args: RawArg[]): Promise<string | null> {
+  async callWallet(
+    handle: string,
+    fn: WalletFunction,
+    args: RawArg[],
+    timeoutMs?: number,
+  ): Promise<string | null> {
     const child = this.#child;
     if (!child || !this.#wallets.has(handle)) throw this.#closedError(handle);
-    return (await this.#send(child, 'call', [handle, fn, ...args])) as string | null;
+    return (await this.#send(child, 'call', [handle, fn, ...args], timeoutMs)) as string | null;
+  }
+
+  /**
+   * Forgets a wallet without freeing it in the child, for a caller that moves the wallet to another host while
+   * this child is busy (its main thread cannot free anything then). The handle is closed from now on and the
+   * child's exit will not touch the wallet's lock file; the caller must end this child (see {@link restartChild})
+   * before it can run anything on the stale object.
+   */
+  abandon(handle: string, reason: string): void {
+    if (this.#wallets.delete(handle)) this.#closedHandles.set(handle, reason);
+  }
+
+  /** Kills the current child (if any) and resolves once it has exited; the next call starts a fresh one. */
+  async restartChild(): Promise<void> {
+    const child = this.#child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once('close', () => r()));
+    child.kill('SIGKILL');
+    await exited;
   }
 
   /** `free_wallet` in the child. A no-op for handles already closed (dropped or child died). */

@@ -156,6 +156,11 @@ export interface OpenWalletOptions {
   removeStaleLock?: boolean;
   /** Host to run in. Default: {@link getDefaultHost}. */
   host?: RgbHost;
+  /**
+   * Per-function deadlines (ms) overriding the host's `callTimeoutMs`, e.g. shorter ones for the calls that
+   * talk to RGB proxies (`rgblib_send_begin`, `rgblib_send_end`, `rgblib_refresh`). Past it the child is killed.
+   */
+  deadlines?: Partial<Record<WalletFunction, number>>;
 }
 
 export interface GoOnlineOptions {
@@ -257,12 +262,17 @@ export async function openWallet(opts: OpenWalletOptions): Promise<RgbWallet> {
   };
   if (opts.removeStaleLock) rmSync(join(opts.dataDir, fp, 'rgb_runtime.lock'), { force: true });
   const handle = await host.newWallet(opts.dataDir, fp, toJson(walletData), toJson(keys));
-  return new RgbWallet(host, handle, {
-    dataDir: opts.dataDir,
-    network: opts.network,
-    masterFingerprint: fp,
-    witnessVersion: opts.keys.witnessVersion,
-  });
+  return new RgbWallet(
+    host,
+    handle,
+    {
+      dataDir: opts.dataDir,
+      network: opts.network,
+      masterFingerprint: fp,
+      witnessVersion: opts.keys.witnessVersion,
+    },
+    opts.deadlines,
+  );
 }
 
 /**
@@ -278,6 +288,7 @@ export class RgbWallet {
   readonly witnessVersion: WitnessVersion;
   #online: string | null = null;
   #onlineId: bigint | null = null;
+  #deadlines: Partial<Record<WalletFunction, number>>;
 
   /** Use {@link openWallet}. */
   constructor(
@@ -289,7 +300,9 @@ export class RgbWallet {
       masterFingerprint: string;
       witnessVersion: WitnessVersion;
     },
+    deadlines: Partial<Record<WalletFunction, number>> = {},
   ) {
+    this.#deadlines = deadlines;
     this.host = host;
     this.handle = handle;
     this.dataDir = info.dataDir;
@@ -309,7 +322,7 @@ export class RgbWallet {
   }
 
   async #raw(fn: WalletFunction, ...args: RawArg[]): Promise<string | null> {
-    return this.host.callWallet(this.handle, fn, args);
+    return this.host.callWallet(this.handle, fn, args, this.#deadlines[fn]);
   }
 
   async #json<T>(fn: WalletFunction, ...args: RawArg[]): Promise<T> {

@@ -2,7 +2,7 @@
  * What every wallet route shares: the identity headers, the documented error replies, rgb-lib error mapping,
  * lossless serialization, and `walletRoute`, which declares one POST route that runs on the wallet's child.
  */
-import { RgbLibError, type RgbWallet } from '@rgbx/rgb';
+import { RgbCallTimeoutError, RgbLibError, type RgbWallet } from '@rgbx/rgb';
 import type { FastifyReply, FastifyRequest, ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
 import type { WalletNodeConfig } from '../config.ts';
@@ -53,6 +53,9 @@ export const errorResponses = {
   }),
   413: Type.Ref('WalletErrorEnvelope', { description: 'body larger than api.body_limit_bytes (code 1013)' }),
   422: Type.Ref('WalletErrorEnvelope', { description: 'body cannot be deserialized (code 1001)' }),
+  504: Type.Ref('WalletErrorEnvelope', {
+    description: 'the call outlived its deadline and was stopped (code 1016); other wallets are unaffected',
+  }),
   500: Type.Ref('WalletErrorEnvelope', {
     description: 'indexer, proxy, bitcoind, storage or rgb-lib failure (code 500)',
   }),
@@ -60,6 +63,10 @@ export const errorResponses = {
 
 /** rgb-lib errors a client can fix become their documented 4xx; anything else stays a 500. */
 export function mapRgbError(err: unknown): unknown {
+  if (err instanceof RgbCallTimeoutError) {
+    const op = /killed after (\S+) exceeded/.exec(err.message)?.[1] ?? 'the rgb-lib call';
+    return E.CALL_TIMEOUT.createWith({ details: { kind: 'CallTimeout' }, cause: err }, op);
+  }
   if (!(err instanceof RgbLibError)) return err;
   const key = RGB_VARIANTS[err.variant];
   if (!key) return err;
