@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { RgbLibError, type RgbWallet } from '@rgbx/rgb';
 import { Transaction } from '@scure/btc-signer';
 import Database from 'better-sqlite3';
+import { listAllTransfers } from './transfers.ts';
 
 /** rgb-lib's database file inside a wallet directory. */
 const RGB_DB = 'rgb_lib_db';
@@ -217,6 +218,9 @@ export interface Released {
  * `abort_pending_vanilla_tx` does. Null when nothing was held for `txid`.
  */
 export async function releaseBegin(w: RgbWallet, walletDir: string, txid: string): Promise<Released | null> {
+  // Only a send still `Initiated` is failed: one ended meanwhile (even by a call whose answer was lost) is a
+  // transfer in progress, never ours to cancel.
+  await syncSendRecords(w, walletDir);
   const rec = readBeginRecords(walletDir)[txid];
   let failed: number | null = null;
   if (rec?.batch_transfer_idx !== undefined) {
@@ -231,4 +235,34 @@ export async function releaseBegin(w: RgbWallet, walletDir: string, txid: string
   forgetBegin(walletDir, txid);
   if (released === null && failed === null) return null;
   return { txid, released: released ?? [], failed_batch_transfer_idx: failed };
+}
+
+/**
+ * Keeps the records of RGB send begins in step with rgb-lib: a send rgb-lib persisted (batch transfer
+ * `Initiated`) without a record (the node died between rgb-lib's `send_begin` and our record, or the answer was
+ * lost) is recorded now (timed from now), so `listpendingbegins`, `abortbegin` and the TTL release see it; the
+ * record of a send no longer `Initiated` (ended, even if the end's answer was lost) is dropped, so it is never
+ * failed by a release.
+ */
+export async function syncSendRecords(w: RgbWallet, walletDir: string, now = Date.now()): Promise<void> {
+  const records = readBeginRecords(walletDir);
+  const initiated = new Map<number, string>();
+  for (const t of await listAllTransfers(w)) {
+    if (t.kind === 'Send' && t.status === 'Initiated' && t.txid !== null)
+      initiated.set(t.batchTransferIdx, t.txid);
+  }
+  let changed = false;
+  for (const [txid, r] of Object.entries(records)) {
+    if (r.batch_transfer_idx !== undefined && !initiated.has(r.batch_transfer_idx)) {
+      delete records[txid];
+      changed = true;
+    }
+  }
+  const known = new Set(Object.values(records).map((r) => r.batch_transfer_idx));
+  for (const [idx, txid] of initiated) {
+    if (known.has(idx)) continue;
+    records[txid] = { since: now, batch_transfer_idx: idx };
+    changed = true;
+  }
+  if (changed) writeBeginRecords(walletDir, records);
 }

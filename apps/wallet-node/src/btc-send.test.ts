@@ -169,13 +169,14 @@ describe('size and fee', () => {
         expect(tx.weight).toBe(estimateWeight(kind, n, outLens));
         expect(tx.vsize).toBe(estimate);
       } else {
-        // low-S DER signatures are 72 or 71 bytes with the sighash byte: the estimate counts 72, so each
-        // 71-byte one weighs exactly 1 WU less
+        // low-S DER signatures with the sighash byte are at most 72 bytes (71 with a low R; shorter when r or s
+        // happens to have leading zero bytes, ~1 in 128 each): the estimate counts 72, so each shorter one weighs
+        // exactly that many WU less and the estimate is never below the signed size
         const short = Array.from(
           { length: n },
           (_, i) => 72 - (tx.getInput(i).finalScriptWitness?.[0]?.length ?? 0),
         );
-        expect(short.every((d) => d === 0 || d === 1)).toBe(true);
+        expect(short.every((d) => Number.isInteger(d) && d >= 0 && d <= 4), `shorter by ${short}`).toBe(true);
         expect(tx.weight).toBe(estimateWeight(kind, n, outLens) - short.reduce((a, b) => a + b, 0));
         expect(tx.vsize).toBeLessThanOrEqual(estimate);
       }

@@ -55,19 +55,26 @@ describe('isolation bookkeeping (hosts never started: the scheduling logic only)
     return { p, open };
   };
 
-  it('reports the running owner and for how long; takes only the other wallets queued tasks', async () => {
+  it('reports the running owner; hands over the queued tasks of one wallet, in order, leaving the rest', async () => {
     const s = new Slot(0, new RgbHost());
     const g = gate();
     const long = s.run('foreground', () => g.p, 'aaaa0001');
     const mine = s.run('foreground', async () => 'a2', 'aaaa0001');
-    const other = s.run('background', async () => 'b', 'bbbb0002');
+    const order: string[] = [];
+    const b1 = s.run('background', async () => order.push('b1'), 'bbbb0002');
+    const b2 = s.run('foreground', async () => order.push('b2'), 'bbbb0002');
     expect(s.running()?.owner).toBe('aaaa0001');
-    const taken = s.takeQueuedExcept('aaaa0001');
-    expect(taken.map((t) => [t.priority, t.task.owner])).toEqual([['background', 'bbbb0002']]);
+    expect([...s.queuedOwners()].sort()).toEqual(['aaaa0001', 'bbbb0002']);
+    const taken = s.takeQueuedOf('bbbb0002');
+    expect(taken.map((t) => [t.priority, t.task.owner])).toEqual([
+      ['foreground', 'bbbb0002'],
+      ['background', 'bbbb0002'],
+    ]);
     expect(s.queued).toBe(2); // the running call and the same wallet's next one stay
     const to = new Slot(1, new RgbHost());
     to.adopt(taken);
-    expect(await other).toBe('b'); // ran on the other slot while the first is still blocked
+    await Promise.all([b1, b2]); // ran on the other slot while the first is still blocked
+    expect(order).toEqual(['b2', 'b1']);
     expect(s.running()?.owner).toBe('aaaa0001');
     g.open();
     await long;

@@ -58,15 +58,21 @@ export class Slot {
     this.#pump();
   }
 
-  /** Removes and returns the queued (not running) tasks of wallets other than `keep`, with their priority. */
-  takeQueuedExcept(keep: string): Array<{ priority: Priority; task: Task }> {
+  /** The wallets with calls waiting (not running) in this slot's queues. */
+  queuedOwners(): Set<string> {
+    return new Set([...this.#fg, ...this.#bg].map((t) => t.owner));
+  }
+
+  /** Removes and returns the queued (not running) tasks of wallet `owner`, in order, with their priority. */
+  takeQueuedOf(owner: string): Array<{ priority: Priority; task: Task }> {
     const out: Array<{ priority: Priority; task: Task }> = [];
     for (const [priority, q] of [
       ['foreground', this.#fg],
       ['background', this.#bg],
     ] as const) {
-      for (let i = q.length - 1; i >= 0; i--) {
-        if (q[i]!.owner !== keep) out.unshift({ priority, task: q.splice(i, 1)[0]! });
+      for (let i = 0; i < q.length; ) {
+        if (q[i]!.owner === owner) out.push({ priority, task: q.splice(i, 1)[0]! });
+        else i++;
       }
     }
     return out;
@@ -162,14 +168,17 @@ export class WorkerPool {
   }
 
   /**
-   * While a slot is stuck, keep one idle child warm (started) to move wallets to, so the first call of a moved
-   * wallet does not also pay for a child start (~0.2–0.3 s).
+   * While a slot is stuck, keep `want` idle children warm (started, within `maxSize`) to move wallets to, so the
+   * first call of a moved wallet does not also pay for a child start (~0.2–0.3 s) and moved wallets reopen in
+   * parallel.
    */
-  ensureSpare(now = Date.now()): void {
-    const idle = this.slots.some((s) => s.queued === 0 && !this.isStuck(s, now));
-    if (idle || this.slots.length >= this.maxSize) return;
-    const slot = this.#add();
-    slot.host.start().catch(() => {}); // a failed start is retried by the first call
+  ensureSpare(now = Date.now(), want = 2): void {
+    let idle = this.slots.filter((s) => s.queued === 0 && !this.isStuck(s, now)).length;
+    while (idle < want && this.slots.length < this.maxSize) {
+      const slot = this.#add();
+      slot.host.start().catch(() => {}); // a failed start is retried by the first call
+      idle++;
+    }
   }
 
   #add(): Slot {

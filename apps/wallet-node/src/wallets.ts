@@ -8,11 +8,12 @@ import {
   type WalletFunction,
 } from '@rgbx/rgb';
 import type { Logger } from '@rgbx/service-kit';
-import { pendingBegins, releaseBegin } from './begins.ts';
+import { pendingBegins, releaseBegin, syncSendRecords } from './begins.ts';
 import { NETWORKS, type WalletNodeConfig } from './config.ts';
 import { E } from './errors.ts';
 import type { WalletIdentity } from './identity.ts';
 import type { Priority, Slot, WorkerPool } from './pool.ts';
+import { listAllTransfers } from './transfers.ts';
 
 type WitnessVersion = 'Taproot' | 'SegWitV0';
 
@@ -58,23 +59,6 @@ const MAX_BACKOFF = 3;
 
 /** Transfer statuses that no refresh can change any more. */
 const FINAL_STATUSES = new Set(['Settled', 'Failed']);
-
-/**
- * Every transfer of the wallet. rgb-lib's `list_transfers(None)` lists only transfers bound to no asset yet
- * (an any-asset invoice), so "all" is those plus each known asset's.
- */
-export async function listAllTransfers(w: RgbWallet) {
-  const assets = await w.listAssets([]);
-  const ids = [
-    ...(assets.nia ?? []),
-    ...(assets.cfa ?? []),
-    ...(assets.uda ?? []),
-    ...(assets.ifa ?? []),
-  ].map((a) => a.assetId);
-  const lists = [await w.listTransfers(null)];
-  for (const id of ids) lists.push(await w.listTransfers(id));
-  return lists.flat();
-}
 
 function readManifest(dir: string): Manifest | undefined {
   const p = join(dir, 'wallet_manifest.json');
@@ -290,6 +274,8 @@ export class WalletRegistry {
     to.wallets.add(fp);
     ctx.slot = to;
     this.#slotOf.set(fp, to);
+    // Its calls already waiting go with it, in order: a wallet's calls only ever run in one queue.
+    to.adopt(from.takeQueuedOf(fp));
     this.#log.info({ wallet: fp, from: from.index, to: to.index }, 'wallet moved off a busy rgb-lib child');
   }
 
@@ -298,22 +284,16 @@ export class WalletRegistry {
     const now = Date.now();
     for (const slot of [...this.#pool.slots]) {
       if (!this.#pool.isStuck(slot, now)) continue;
-      if (slot.wallets.size > 1) this.#pool.ensureSpare(now);
+      if (slot.wallets.size > 1) this.#pool.ensureSpare(now, Math.min(2, slot.wallets.size - 1));
       const keep = slot.running(now)!.owner;
-      const waiting = slot.takeQueuedExcept(keep);
-      if (waiting.length === 0) continue;
-      const byOwner = new Map<string, typeof waiting>();
-      for (const t of waiting) byOwner.set(t.task.owner, [...(byOwner.get(t.task.owner) ?? []), t]);
-      for (const [owner, tasks] of byOwner) {
+      for (const owner of slot.queuedOwners()) {
+        if (owner === keep) continue;
         const ctx = this.#contexts.get(owner);
         // A wallet being dropped (no live context) stays: its drop must run where its object is.
-        const to = ctx && ctx.slot === slot ? this.#pool.spareFor(slot, now) : undefined;
-        if (!ctx || !to) {
-          slot.adopt(tasks); // nowhere to go: they wait, as before
-          continue;
-        }
+        if (!ctx || ctx.slot !== slot) continue;
+        const to = this.#pool.spareFor(slot, now);
+        if (!to) break; // every child is stuck and the pool is full: they wait, as before
         this.#move(ctx, to);
-        to.adopt(tasks);
       }
     }
   }
@@ -468,7 +448,10 @@ export class WalletRegistry {
           (p) => p.expires_at !== null && p.expires_at * 1000 <= now,
         );
       };
-      this.use(ctx, { online: false, priority: 'background' }, async () => expiredNow().length > 0)
+      this.use(ctx, { online: false, priority: 'background' }, async (w) => {
+        await syncSendRecords(w, dir);
+        return expiredNow().length > 0;
+      })
         .then((any) =>
           !any
             ? undefined

@@ -5,7 +5,7 @@
 import * as C from '@rgbx/contracts/wallet-node';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
-import { type PendingBegin, pendingBegins, psbtTxid, releaseBegin } from '../begins.ts';
+import { type PendingBegin, pendingBegins, psbtTxid, releaseBegin, syncSendRecords } from '../begins.ts';
 import { readReservations, writeReservations } from '../btc-send.ts';
 import { E } from '../errors.ts';
 import { jsonString, type RouteDeps, routeKit, send } from './kit.ts';
@@ -26,8 +26,9 @@ export function registerBeginRoutes(app: ServiceApp, deps: RouteDeps): void {
       response: Type.Array(Type.Ref('PendingBegin')),
       online: false,
     },
-    async (ctx) => {
+    async (ctx, w) => {
       const dir = registry.walletDir(ctx);
+      await syncSendRecords(w, dir);
       // Our own sendbtcbegin reservations (not rgb-lib's), until broadcast or their own expiry.
       const btc: PendingBegin[] = Object.entries(readReservations(dir))
         .filter(([, r]) => r.broadcast_at === undefined)

@@ -5,7 +5,8 @@ import { Type } from '@rgbx/service-kit';
 import { forgetSignedBegin, psbtTxid, recordBegin } from '../begins.ts';
 import { toU64 } from '../json.ts';
 import { decodeInvoice, invoiceForm, recipientMapForm } from '../send-forms.ts';
-import { listAllTransfers, type WalletContext } from '../wallets.ts';
+import { listAllTransfers } from '../transfers.ts';
+import type { WalletContext } from '../wallets.ts';
 import {
   errorResponses,
   jsonString,
