@@ -176,7 +176,10 @@ describe('size and fee', () => {
           { length: n },
           (_, i) => 72 - (tx.getInput(i).finalScriptWitness?.[0]?.length ?? 0),
         );
-        expect(short.every((d) => Number.isInteger(d) && d >= 0 && d <= 4), `shorter by ${short}`).toBe(true);
+        expect(
+          short.every((d) => Number.isInteger(d) && d >= 0 && d <= 4),
+          `shorter by ${short}`,
+        ).toBe(true);
         expect(tx.weight).toBe(estimateWeight(kind, n, outLens) - short.reduce((a, b) => a + b, 0));
         expect(tx.vsize).toBeLessThanOrEqual(estimate);
       }
