@@ -40,6 +40,7 @@ const benches = {
   swap: async () => runScript('./swap.mjs'),
   settlement: async () => runScript('./settlement.mjs'),
   cloud: async () => (await import('./cloud.mjs')).benchCloud(),
+  wallet_node_isolation: async () => (await import('./wallet-node-isolation.mjs')).run(),
   // proxy.mjs is a standalone script (own flags); run it as a process and keep its JSON.
   proxy: async () => runScript('./proxy.mjs'),
 };

@@ -21,7 +21,7 @@ import { mineAndSync } from './helpers/rgb.ts';
 import { type NodeProcess, startNode, writeNodeConfig } from './helpers/wallet-node.ts';
 
 const T = 300_000;
-const DEADLINE_S = 6;
+const DEADLINE_S = 15;
 let devnet: Devnet;
 let root: string;
 let node: NodeProcess;

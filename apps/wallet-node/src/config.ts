@@ -95,8 +95,9 @@ export const WalletNodeConfig = Type.Object(
          */
         transport_call_timeout_secs: Type.Integer({ default: 60, minimum: 1, maximum: 3600 }),
         /**
-         * Isolation: a call of one wallet running longer than this (ms) no longer holds up other wallets of its
-         * child: they move to another child (started on demand, up to `max_workers`).
+         * Isolation: a call of one wallet that talks to RGB proxies running longer than this (ms), or any other
+         * call running 10× longer, no longer holds up other wallets of its child: they move to another child
+         * (started on demand, up to `max_workers`).
          */
         isolation_budget_ms: Type.Integer({ default: 250, minimum: 20, maximum: 60_000 }),
         /** The most rgb-lib children while some are busy with long calls. Default: 2 × workers. */

@@ -85,7 +85,7 @@ describe('isolation bookkeeping (hosts never started: the scheduling logic only)
     const pool = new WorkerPool(1, { callTimeoutMs: 1000, budgetMs: 20, maxSize: 2 });
     const [first] = pool.slots;
     const g = gate();
-    const long = first!.run('foreground', () => g.p, 'aaaa0001');
+    const long = first!.run('foreground', () => g.p, 'aaaa0001', true); // talks to RGB proxies: 20 ms budget
     expect(pool.isStuck(first!)).toBe(false);
     await new Promise((r) => setTimeout(r, 40));
     expect(pool.isStuck(first!)).toBe(true);
@@ -103,5 +103,18 @@ describe('isolation bookkeeping (hosts never started: the scheduling logic only)
     busy.open();
     await Promise.all([long, b]);
     expect(pool.slots).toHaveLength(2);
+  });
+
+  it('other calls (an indexer sync is slow for every wallet alike) get a budget ten times longer', async () => {
+    const pool = new WorkerPool(1, { callTimeoutMs: 1000, budgetMs: 20 });
+    const [first] = pool.slots;
+    const g = gate();
+    const long = first!.run('foreground', () => g.p, 'aaaa0001');
+    await new Promise((r) => setTimeout(r, 60));
+    expect(pool.isStuck(first!)).toBe(false);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(pool.isStuck(first!)).toBe(true);
+    g.open();
+    await long;
   });
 });

@@ -10,6 +10,8 @@ interface Task {
   reject: (e: unknown) => void;
   /** The wallet (fingerprint) the task runs for; '' for calls that read no wallet. */
   owner: string;
+  /** Talks to RGB proxies (a counterparty's endpoint may never answer): the short isolation budget applies. */
+  transport: boolean;
 }
 
 /**
@@ -29,7 +31,7 @@ export class Slot {
   readonly wallets = new Set<string>();
   readonly #fg: Task[] = [];
   readonly #bg: Task[] = [];
-  #running: { owner: string; since: number } | null = null;
+  #running: { owner: string; since: number; transport: boolean } | null = null;
   /** Wallets were moved off this child while it was busy: restart it before the next task. */
   tainted = false;
 
@@ -43,13 +45,14 @@ export class Slot {
   }
 
   /** The wallet whose call runs now, and for how long (ms); null when idle. */
-  running(now = Date.now()): { owner: string; forMs: number } | null {
-    return this.#running ? { owner: this.#running.owner, forMs: now - this.#running.since } : null;
+  running(now = Date.now()): { owner: string; forMs: number; transport: boolean } | null {
+    const r = this.#running;
+    return r ? { owner: r.owner, forMs: now - r.since, transport: r.transport } : null;
   }
 
-  run<T>(priority: Priority, fn: () => Promise<T>, owner = ''): Promise<T> {
+  run<T>(priority: Priority, fn: () => Promise<T>, owner = '', transport = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#push(priority, { fn, resolve: resolve as (v: unknown) => void, reject, owner });
+      this.#push(priority, { fn, resolve: resolve as (v: unknown) => void, reject, owner, transport });
     });
   }
 
@@ -87,11 +90,11 @@ export class Slot {
     if (this.#running) return;
     const task = this.#fg.shift() ?? this.#bg.shift();
     if (!task) return;
-    this.#running = { owner: task.owner, since: Date.now() };
+    this.#running = { owner: task.owner, since: Date.now(), transport: task.transport };
     const start = this.tainted
       ? this.host.restartChild().then(() => {
           this.tainted = false;
-          this.#running = { owner: task.owner, since: Date.now() };
+          this.#running = { owner: task.owner, since: Date.now(), transport: task.transport };
         })
       : Promise.resolve();
     start
@@ -101,7 +104,7 @@ export class Slot {
         this.#running = null;
         if (this.tainted && this.#fg.length + this.#bg.length === 0) {
           // Nothing waits: restart now rather than on the next task (frees the stale objects at once).
-          this.#running = { owner: '', since: Date.now() };
+          this.#running = { owner: '', since: Date.now(), transport: false };
           void this.host
             .restartChild()
             .catch(() => {})
@@ -136,8 +139,15 @@ export class WorkerPool {
   readonly #hostOpts: { callTimeoutMs: number; pidDir?: string };
   /** Children the pool may grow to while some are stuck (isolation); `size` are started up front. */
   readonly maxSize: number;
-  /** A slot running one call longer than this (ms) counts as stuck for the other wallets. */
+  /**
+   * A slot running one call longer than this (ms) counts as stuck for the other wallets: `budgetMs` for calls
+   * that talk to RGB proxies (a counterparty's endpoint can hang one wallet's call), `otherBudgetMs` (10×) for the
+   * rest (an indexer sync is slow for every wallet alike, so moving them would only add churn).
+   */
   readonly budgetMs: number;
+  readonly otherBudgetMs: number;
+  /** The children started up front; the ones above it are spares, stopped again when they hold no wallet. */
+  readonly baseSize: number;
 
   constructor(
     size: number,
@@ -146,6 +156,8 @@ export class WorkerPool {
     this.#hostOpts = { callTimeoutMs: opts.callTimeoutMs, pidDir: opts.pidDir };
     this.maxSize = Math.max(size, opts.maxSize ?? size * 2);
     this.budgetMs = opts.budgetMs ?? 250;
+    this.otherBudgetMs = this.budgetMs * 10;
+    this.baseSize = size;
     this.slots = Array.from({ length: size }, (_, i) => new Slot(i, new RgbHost(this.#hostOpts)));
   }
 
@@ -198,7 +210,7 @@ export class WorkerPool {
 
   isStuck(slot: Slot, now = Date.now()): boolean {
     const r = slot.running(now);
-    return r !== null && r.forMs > this.budgetMs;
+    return r !== null && r.forMs > (r.transport ? this.budgetMs : this.otherBudgetMs);
   }
 
   /** The pool of a wallet node: `workers` children, `call_timeout_secs`, recorded in {@link childPidDir}. */
@@ -218,7 +230,17 @@ export class WorkerPool {
   /** Where a wallet opening now goes: the slot owning the fewest wallets, preferring ones not stuck. */
   leastLoaded(now = Date.now()): Slot {
     const free = this.slots.filter((s) => !this.isStuck(s, now));
-    return (free.length > 0 ? free : this.slots).reduce((a, b) => (b.wallets.size < a.wallets.size ? b : a));
+    const base = free.filter((s) => s.index < this.baseSize);
+    const pick = base.length > 0 ? base : free.length > 0 ? free : this.slots;
+    return pick.reduce((a, b) => (b.wallets.size < a.wallets.size ? b : a));
+  }
+
+  /** Stops the child of every spare slot that holds no wallet and has nothing to do (no process for nothing). */
+  stopIdleSpares(): void {
+    for (const s of this.slots) {
+      if (s.index >= this.baseSize && s.wallets.size === 0 && s.queued === 0 && s.host.pid !== undefined)
+        void s.host.restartChild().catch(() => {});
+    }
   }
 
   async close(): Promise<void> {

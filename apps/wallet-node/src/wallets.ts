@@ -107,6 +107,10 @@ export class WalletRegistry {
         let n = 0;
         for (const ctx of this.#contexts.values()) {
           if (ctx.slot === slot && ctx.wallet) {
+            // Restarted by us (stale objects of moved wallets), not crashed: nothing changed on disk, except
+            // for a wallet whose call was cut short (a deadline), which is checked again.
+            if (slot.tainted && ctx.online && ctx.id.fingerprint !== slot.running()?.owner)
+              ctx.skipConsistencyOnce = true;
             ctx.wallet = null;
             ctx.online = false;
             n++;
@@ -207,7 +211,7 @@ export class WalletRegistry {
    */
   use<T>(
     ctx0: WalletContext,
-    opts: { online: boolean; priority?: Priority },
+    opts: { online: boolean; priority?: Priority; transport?: boolean },
     fn: (w: RgbWallet) => Promise<T>,
   ): Promise<T> {
     const priority = opts.priority ?? 'foreground';
@@ -237,6 +241,7 @@ export class WalletRegistry {
         }
       },
       first.id.fingerprint,
+      opts.transport === true,
     );
   }
 
@@ -246,7 +251,7 @@ export class WalletRegistry {
    */
   #isolate(ctx: WalletContext): void {
     const r = ctx.slot.running();
-    if (!r || r.owner === ctx.id.fingerprint || r.forMs <= this.#pool.budgetMs) return;
+    if (!r || r.owner === ctx.id.fingerprint || !this.#pool.isStuck(ctx.slot)) return;
     const to = this.#pool.spareFor(ctx.slot);
     if (to) this.#move(ctx, to);
   }
@@ -282,9 +287,10 @@ export class WalletRegistry {
   /** Calls already queued behind a call that became stuck move with their wallets (checked every tick). */
   #rebalanceStuck(): void {
     const now = Date.now();
+    this.#pool.stopIdleSpares();
     for (const slot of [...this.#pool.slots]) {
       if (!this.#pool.isStuck(slot, now)) continue;
-      if (slot.wallets.size > 1) this.#pool.ensureSpare(now, Math.min(2, slot.wallets.size - 1));
+      if (slot.wallets.size > 1) this.#pool.ensureSpare(now, 1);
       const keep = slot.running(now)!.owner;
       for (const owner of slot.queuedOwners()) {
         if (owner === keep) continue;
@@ -413,7 +419,7 @@ export class WalletRegistry {
       // Open wallets only (a client used them in this process); refresh goes online itself if needed.
       if (!ctx.wallet || ctx.refreshPending || ctx.inFlight === false || now < ctx.nextRefreshAt) continue;
       ctx.refreshPending = true;
-      this.use(ctx, { online: true, priority: 'background' }, async (w) => {
+      this.use(ctx, { online: true, priority: 'background', transport: true }, async (w) => {
         const updated = await w.refresh(null, [], false);
         const transfers = await listAllTransfers(w);
         ctx.inFlight = transfers.some((tr) => !FINAL_STATUSES.has(tr.status));

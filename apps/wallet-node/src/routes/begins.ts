@@ -58,6 +58,7 @@ export function registerBeginRoutes(app: ServiceApp, deps: RouteDeps): void {
       body: C.AbortBeginRequest,
       response: Type.Ref('AbortBeginResponse'),
       online: true,
+      transport: true,
       movesTransfers: true,
     },
     async (ctx, w, b) => {

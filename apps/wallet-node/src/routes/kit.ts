@@ -124,6 +124,8 @@ export interface WalletRouteOptions {
   consumes?: string[];
   /** The call can start or move a transfer: the background refresh looks at the wallet again. */
   movesTransfers?: boolean;
+  /** The call talks to RGB proxies (sendbegin/sendend/refresh/failtransfers): the short isolation budget applies. */
+  transport?: boolean;
   /** Only this route may make a wallet that does not exist yet (register); elsewhere an unknown one is 404/1015. */
   createsWallet?: boolean;
   /** Checked after the identity, before the handler (e.g. a capability the operator turned off): throw to refuse. */
@@ -201,7 +203,10 @@ export function routeKit(app: ServiceApp, deps: RouteDeps) {
     contextRoute<B>(
       path,
       o,
-      (ctx, body, req) => registry.use(ctx, { online: o.online }, (w) => handler(ctx, w, body, req)),
+      (ctx, body, req) =>
+        registry.use(ctx, { online: o.online, transport: o.transport === true }, (w) =>
+          handler(ctx, w, body, req),
+        ),
       wrap,
     );
   }

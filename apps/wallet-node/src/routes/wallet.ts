@@ -105,6 +105,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       body: C.FailTransfersRequest,
       response: Type.Boolean(),
       online: true,
+      transport: true,
       movesTransfers: true,
     },
     (_ctx, w, b) =>
@@ -233,6 +234,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       body: C.SendBeginRequest,
       response: Type.String({ description: 'base64 PSBT' }),
       online: true,
+      transport: true,
       movesTransfers: true,
     },
     async (ctx, w, b) => {
@@ -260,6 +262,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       body: C.SignedPsbtRequest,
       response: Type.Ref('SendResult'),
       online: true,
+      transport: true,
       movesTransfers: true,
     },
     async (ctx, w, b) => {
@@ -320,6 +323,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       summary: 'Synchronize transfers (consignments, ACKs, confirmations)',
       response: Type.Null(),
       online: true,
+      transport: true,
       movesTransfers: true,
     },
     async (_ctx, w) => {
