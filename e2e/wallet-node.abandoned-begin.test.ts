@@ -14,11 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
 import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
-import { signPsbt, WalletNodeClient, WalletNodeError } from '@rgbx/sdk';
+import { signPsbt, type WalletNodeClient, WalletNodeError } from '@rgbx/sdk';
 import { Transaction } from '@scure/btc-signer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, writeNodeConfig } from './helpers/wallet-node.ts';
+import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
 
 const T = 300_000;
 let devnet: Devnet;
@@ -30,12 +30,7 @@ let B: Keys;
 let WA: WalletNodeClient;
 let WB: WalletNodeClient;
 
-const client = (k: Keys) =>
-  new WalletNodeClient(node.url, {
-    xpubVanilla: k.accountXpubVanilla,
-    xpubColored: k.accountXpubColored,
-    fingerprint: k.masterFingerprint,
-  });
+const client = (k: Keys) => walletClient(node.url, k);
 const txidOf = (psbt: string) =>
   Transaction.fromPSBT(Buffer.from(psbt, 'base64'), { allowUnknownOutputs: true }).id;
 const inputsOf = (psbt: string) => {

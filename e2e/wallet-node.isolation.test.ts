@@ -15,10 +15,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
 import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
-import { signPsbt, WalletNodeClient } from '@rgbx/sdk';
+import { signPsbt } from '@rgbx/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, writeNodeConfig } from './helpers/wallet-node.ts';
+import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
 
 const T = 300_000;
 const DEADLINE_S = 15;
@@ -38,12 +38,7 @@ const blackHole = createServer((s) => {
   s.on('close', () => sockets.delete(s));
 });
 
-const client = (k: Keys) =>
-  new WalletNodeClient(node.url, {
-    xpubVanilla: k.accountXpubVanilla,
-    xpubColored: k.accountXpubColored,
-    fingerprint: k.masterFingerprint,
-  });
+const client = (k: Keys) => walletClient(node.url, k);
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'wallet-node-isolation-'));

@@ -14,10 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
 import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
-import { signPsbt, WalletNodeClient } from '@rgbx/sdk';
+import { signPsbt } from '@rgbx/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, writeNodeConfig } from './helpers/wallet-node.ts';
+import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
 
 const T = 300_000;
 let devnet: Devnet;
@@ -29,12 +29,7 @@ let B: Keys;
 const killed: number[] = [];
 const stderrs: string[] = [];
 
-const client = (k: Keys) =>
-  new WalletNodeClient(node.url, {
-    xpubVanilla: k.accountXpubVanilla,
-    xpubColored: k.accountXpubColored,
-    fingerprint: k.masterFingerprint,
-  });
+const client = (k: Keys) => walletClient(node.url, k);
 
 /** Live rgb-lib children recorded for this node's data dir (their command line names it). */
 function childrenOf(dataDir: string): number[] {

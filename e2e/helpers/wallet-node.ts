@@ -3,6 +3,8 @@ import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type DevnetInfo, spawnService, walletNodeToml } from '@rgbx/devnet';
+import type { Keys } from '@rgbx/rgb';
+import { WalletNodeClient } from '@rgbx/sdk';
 
 export const WALLET_NODE_MAIN = resolve(import.meta.dirname, '../../apps/wallet-node/dist/main.js');
 
@@ -33,4 +35,13 @@ export function writeNodeConfig(
 export async function startNode(configFile: string, timeoutMs = 60_000): Promise<NodeProcess> {
   const s = await spawnService('wallet node', [WALLET_NODE_MAIN, '-c', configFile], { timeoutMs });
   return { url: s.value, proc: s.proc, stderr: s.stderr, stop: s.stop };
+}
+
+/** The SDK client of wallet `k` on the node at `url`. */
+export function walletClient(url: string, k: Keys): WalletNodeClient {
+  return new WalletNodeClient(url, {
+    xpubVanilla: k.accountXpubVanilla,
+    xpubColored: k.accountXpubColored,
+    fingerprint: k.masterFingerprint,
+  });
 }
