@@ -216,11 +216,11 @@ export interface Released {
  * Releases the begin `txid` of the wallet in `walletDir` (open as `w`, inside its queue): an RGB send's batch
  * transfer is failed through rgb-lib (skip_sync), then the vanilla reservations are deleted as rgb-lib's
  * `abort_pending_vanilla_tx` does. Null when nothing was held for `txid`.
+ *
+ * The caller runs {@link syncSendRecords} first, in the same queued task: only a send still `Initiated` is failed
+ * (one ended meanwhile, even by a call whose answer was lost, is a transfer in progress, never ours to cancel).
  */
 export async function releaseBegin(w: RgbWallet, walletDir: string, txid: string): Promise<Released | null> {
-  // Only a send still `Initiated` is failed: one ended meanwhile (even by a call whose answer was lost) is a
-  // transfer in progress, never ours to cancel.
-  await syncSendRecords(w, walletDir);
   const rec = readBeginRecords(walletDir)[txid];
   let failed: number | null = null;
   if (rec?.batch_transfer_idx !== undefined) {

@@ -91,30 +91,29 @@ export class Slot {
     const task = this.#fg.shift() ?? this.#bg.shift();
     if (!task) return;
     this.#running = { owner: task.owner, since: Date.now(), transport: task.transport };
-    const start = this.tainted
-      ? this.host.restartChild().then(() => {
-          this.tainted = false;
-          this.#running = { owner: task.owner, since: Date.now(), transport: task.transport };
-        })
-      : Promise.resolve();
-    start
-      .then(() => task.fn())
+    task
+      .fn()
       .then(task.resolve, task.reject)
+      .finally(() => this.#afterTask());
+  }
+
+  /**
+   * A slot is only tainted while it runs a call (wallets move off a busy child), so right after that call is the
+   * one place its child is restarted, before anything else runs here.
+   */
+  #afterTask(): void {
+    if (!this.tainted) {
+      this.#running = null;
+      this.#pump();
+      return;
+    }
+    this.#running = { owner: '', since: Date.now(), transport: false };
+    void this.host
+      .restartChild()
+      .catch(() => {})
       .finally(() => {
+        this.tainted = false;
         this.#running = null;
-        if (this.tainted && this.#fg.length + this.#bg.length === 0) {
-          // Nothing waits: restart now rather than on the next task (frees the stale objects at once).
-          this.#running = { owner: '', since: Date.now(), transport: false };
-          void this.host
-            .restartChild()
-            .catch(() => {})
-            .finally(() => {
-              this.tainted = false;
-              this.#running = null;
-              this.#pump();
-            });
-          return;
-        }
         this.#pump();
       });
   }
@@ -235,8 +234,12 @@ export class WorkerPool {
     return pick.reduce((a, b) => (b.wallets.size < a.wallets.size ? b : a));
   }
 
-  /** Stops the child of every spare slot that holds no wallet and has nothing to do (no process for nothing). */
-  stopIdleSpares(): void {
+  /**
+   * Stops the child of every spare slot that holds no wallet and has nothing to do (no process for nothing), once
+   * no slot is stuck: while one is, the idle spares are the warm ones `ensureSpare` keeps.
+   */
+  stopIdleSpares(now = Date.now()): void {
+    if (this.slots.some((s) => this.isStuck(s, now))) return;
     for (const s of this.slots) {
       if (s.index >= this.baseSize && s.wallets.size === 0 && s.queued === 0 && s.host.pid !== undefined)
         void s.host.restartChild().catch(() => {});

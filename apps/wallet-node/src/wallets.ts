@@ -39,6 +39,8 @@ export interface WalletContext {
   refreshPending: boolean;
   /** Moved to another child after going online once here: the next goOnline may skip the consistency check. */
   skipConsistencyOnce?: boolean;
+  /** The opened wallet object whose unrecorded RGB send begins were last looked for (see begins.ts). */
+  sendsChecked?: RgbWallet;
   /** A background release of expired begins is queued or running for this wallet. */
   beginSweepPending: boolean;
   /**
@@ -287,7 +289,7 @@ export class WalletRegistry {
   /** Calls already queued behind a call that became stuck move with their wallets (checked every tick). */
   #rebalanceStuck(): void {
     const now = Date.now();
-    this.#pool.stopIdleSpares();
+    this.#pool.stopIdleSpares(now);
     for (const slot of [...this.#pool.slots]) {
       if (!this.#pool.isStuck(slot, now)) continue;
       if (slot.wallets.size > 1) this.#pool.ensureSpare(now, 1);
@@ -455,13 +457,19 @@ export class WalletRegistry {
         );
       };
       this.use(ctx, { online: false, priority: 'background' }, async (w) => {
-        await syncSendRecords(w, dir);
+        // Sends rgb-lib began without our record (a crash between the two) are looked for once per opening;
+        // later ones are recorded by sendbegin itself.
+        if (ctx.sendsChecked !== w) {
+          await syncSendRecords(w, dir);
+          ctx.sendsChecked = w;
+        }
         return expiredNow().length > 0;
       })
         .then((any) =>
           !any
             ? undefined
             : this.use(ctx, { online: true, priority: 'background' }, async (w) => {
+                await syncSendRecords(w, dir); // once, in this task: no end of this wallet runs until it is done
                 for (const p of expiredNow()) {
                   const r = await releaseBegin(w, dir, p.txid);
                   if (r) this.#log.warn({ wallet: ctx.id.fingerprint, ...r }, 'released a begin never ended');

@@ -73,6 +73,7 @@ export function registerBeginRoutes(app: ServiceApp, deps: RouteDeps): void {
         }
       }
       const dir = registry.walletDir(ctx);
+      await syncSendRecords(w, dir);
       let released = await releaseBegin(w, dir, txid);
       const btc = readReservations(dir);
       const mine = btc[txid];
