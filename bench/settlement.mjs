@@ -69,7 +69,7 @@ const { loadIntent } = await import('../apps/swap/dist/intent-store.js');
 const { verifyLeg } = await import('../apps/swap/dist/settlement/verify.js');
 const { assertTxUnused } = await import('../apps/swap/dist/settlement/legs.js');
 const { deploySwapContracts, deployTestToken, escrowDeposit, TEST_TOKEN } = await import(
-  '../packages/chains/dist/evm-devnode/index.js'
+  '../packages/devnet/dist/evm-devnode/index.js'
 );
 const { startDevnet } = await import('../packages/devnet/dist/index.js');
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
@@ -251,8 +251,8 @@ try {
   const t0 = performance.now();
   const [dn, evmInfo, solInfo] = await Promise.all([
     startDevnet({ dir: join(tmp, 'devnet') }),
-    startNodeProcess('../packages/chains/dist/evm-devnode/main.js'),
-    startNodeProcess('../packages/chains/dist/sol-devnode/main.js'),
+    startNodeProcess('../packages/devnet/dist/evm-devnode/main.js'),
+    startNodeProcess('../packages/devnet/dist/sol-devnode/main.js'),
   ]);
   devnet = dn;
   const evmRpc = evmInfo.rpc_url;

@@ -42,7 +42,7 @@ const { typedDataOf } = await import('../apps/swap/dist/permit2-approval.js');
 const { verifyPermit2Signature } = await import('../packages/chains/dist/evm/index.js');
 const { verifyCosignTransaction } = await import('../packages/chains/dist/sol/index.js');
 const { startEvmDevnode, deployTestToken, approveErc20 } = await import(
-  '../packages/chains/dist/evm-devnode/index.js'
+  '../packages/devnet/dist/evm-devnode/index.js'
 );
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
 const { signCosignApproval, signPermit2Approval } = await import('../packages/sdk/dist/index.js');
@@ -375,7 +375,7 @@ const summary = (out) => ({
 function startSolDevnode() {
   const child = spawn(
     process.execPath,
-    [fileURLToPath(new URL('../packages/chains/dist/sol-devnode/main.js', import.meta.url))],
+    [fileURLToPath(new URL('../packages/devnet/dist/sol-devnode/main.js', import.meta.url))],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   return new Promise((resolve, reject) => {

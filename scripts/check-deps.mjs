@@ -3,6 +3,11 @@
 //  - only packages/rgb depends on (or imports) the native rgb-lib binding
 //  - the sdk depends on no server-side package
 //  - every workspace dependency is pinned exactly (no ^ or ~)
+//  - runtime code (what `tsc -b` emits: not tests, not test helpers) imports only packages in its
+//    workspace's `dependencies`, so `npm ci --omit=dev` installs everything a service loads; a dynamic
+//    `import()` or an `import type` of a devDependency is allowed (optional, or erased at build)
+//  - tests import what their workspace or the root declares; bench/, e2e/, scripts/ and .ci/ import only
+//    Node built-ins, workspaces and the root's own dependencies
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
@@ -57,7 +62,59 @@ for (const w of workspaces) {
   }
 }
 const rootPkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-for (const [dep, range] of Object.entries({ ...rootPkg.dependencies, ...rootPkg.devDependencies })) {
+const rootDeps = { ...rootPkg.dependencies, ...rootPkg.devDependencies };
+
+/** The npm package an import specifier names (`@scope/name/sub` → `@scope/name`), or undefined for node:/relative. */
+function packageOf(spec) {
+  if (spec.startsWith('.') || spec.startsWith('/') || spec.startsWith('node:')) return undefined;
+  const parts = spec.split('/');
+  return spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+/** Static imports/re-exports (`from '…'`, without `import type`), and dynamic `import('…')`, of a source text. */
+function importsOf(text) {
+  const statics = [...text.matchAll(/^(?:import|export)(?!\s+type\b)[^'"]*?from\s+'([^']+)'/gms)].map(
+    (m) => m[1],
+  );
+  const bare = [...text.matchAll(/^import\s+'([^']+)'/gm)].map((m) => m[1]);
+  const dynamic = [...text.matchAll(/\bimport\(\s*'([@\w][^']*)'\s*\)/g)].map((m) => m[1]);
+  return { statics: [...statics, ...bare], dynamic };
+}
+// Files `tsc -b` does not emit (see each tsconfig's "exclude"): tests and test helpers.
+const isTestFile = (f) => /\.test\.ts$|(^|\/)(test-[\w-]+|process-helpers)\.ts$/.test(f);
+const builtins = new Set((await import('node:module')).builtinModules);
+
+for (const w of workspaces) {
+  const pkg = JSON.parse(readFileSync(join(root, w, 'package.json'), 'utf8'));
+  const runtime = new Set([...Object.keys(pkg.dependencies ?? {}), pkg.name]);
+  const any = new Set([...runtime, ...Object.keys(pkg.devDependencies ?? {}), ...Object.keys(rootDeps)]);
+  for (const f of walk(join(root, w, 'src')).filter((f) => f.endsWith('.ts'))) {
+    const { statics, dynamic } = importsOf(readFileSync(f, 'utf8'));
+    const test = isTestFile(relative(join(root, w), f));
+    for (const spec of [...statics, ...dynamic]) {
+      const dep = packageOf(spec);
+      if (!dep || builtins.has(dep)) continue;
+      if (!test && statics.includes(spec) && !runtime.has(dep))
+        problems.push(
+          `${relative(root, f)} imports ${spec} at run time, but ${dep} is not in ${w}'s dependencies`,
+        );
+      else if (!any.has(dep))
+        problems.push(`${relative(root, f)} imports ${spec}, declared nowhere it can see`);
+    }
+  }
+}
+for (const dir of ['bench', 'e2e', 'scripts', '.ci']) {
+  for (const f of walk(join(root, dir)).filter((f) => /\.(m?js|ts)$/.test(f))) {
+    const { statics, dynamic } = importsOf(readFileSync(f, 'utf8'));
+    for (const spec of [...statics, ...dynamic]) {
+      const dep = packageOf(spec);
+      if (!dep || builtins.has(dep) || names.has(dep) || dep in rootDeps) continue;
+      problems.push(
+        `${relative(root, f)} imports ${spec}; add ${dep} to the root package.json's devDependencies`,
+      );
+    }
+  }
+}
+for (const [dep, range] of Object.entries(rootDeps)) {
   if (!/^\d+\.\d+\.\d+(-[\w.]+)?$/.test(range))
     problems.push(`package.json: ${dep}@${range} is not an exact pin`);
 }

@@ -4,7 +4,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { devnetStatus } from '@rgbx/devnet';
 import { createServer, ErrorEnvelope, type Logger, type ServiceApp } from '@rgbx/service-kit';
 import type { Dialect } from '@rgbx/store';
 import { type CloudConfig, REPO_ROOT, requireEncryptionKey } from './config.ts';
@@ -54,8 +53,12 @@ export interface Cloud {
 /**
  * Where nodes point: `[backend]` if set, else the running devnet in `devnet_dir`. No bitcoind RPC
  * password: the wallet node does not use bitcoind RPC, so its config never carries one.
+ *
+ * The devnet kit (`@rgbx/devnet`, which carries bitcoind) is a development dependency: it is loaded
+ * only when no fixed backend is configured, so a production install (`npm ci --omit=dev`) with a
+ * `[backend]` never needs it, and one without gets an error naming the missing setting.
  */
-export function backendResolver(cfg: CloudConfig): () => NodeBackend {
+export async function backendResolver(cfg: CloudConfig): Promise<() => NodeBackend> {
   const b = cfg.backend;
   if (b.btc_rpc_address) {
     const fixed: NodeBackend = {
@@ -67,6 +70,17 @@ export function backendResolver(cfg: CloudConfig): () => NodeBackend {
     return () => fixed;
   }
   const dir = b.devnet_dir ?? process.env.RGBX_DEVNET_DIR ?? join(REPO_ROOT, '.devnet');
+  let devnetStatus: typeof import('@rgbx/devnet').devnetStatus;
+  try {
+    ({ devnetStatus } = await import('@rgbx/devnet'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    return () => {
+      throw new Error(
+        `no [backend] btc_rpc_address configured, and the devnet kit (@rgbx/devnet, a development dependency) is not installed to follow the devnet in ${dir}`,
+      );
+    };
+  }
   return () => {
     const s = devnetStatus(dir);
     if (!s.running || !s.info)
@@ -124,7 +138,7 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     opts.driver ??
     new LocalProcessDriver({
       walletNodeMain: cfg.walletNodeMain,
-      backend: backendResolver(cfg),
+      backend: await backendResolver(cfg),
       healthTimeoutMs: n.health_timeout_ms,
     });
   const locks = new NodeLocks();

@@ -1,4 +1,4 @@
-import { type Static, Type } from 'typebox';
+import { type Static, Type } from '@rgbx/service-kit';
 
 /**
  * Electrum server configuration (TOML). Every key is optional; unknown or mistyped keys are rejected

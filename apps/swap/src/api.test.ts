@@ -5,7 +5,7 @@
  * Bitcoin (htlc) runs end to end on the devnet in bitcoin.devnet.test.ts.
  */
 
-import { type SolanaDevnode, startSolanaDevnode } from '@rgbx/chains/sol-devnode';
+import { type SolanaDevnode, startSolanaDevnode } from '@rgbx/devnet/sol-devnode';
 import {
   affiliatePermit2TypedData,
   type IntentCreated,

@@ -10,7 +10,7 @@ import {
   type EvmDevnode,
   startEvmDevnode,
   TEST_TOKEN,
-} from '@rgbx/chains/evm-devnode';
+} from '@rgbx/devnet/evm-devnode';
 import { type IntentCreated, signPermit2Approval } from '@rgbx/sdk';
 import { createPublicClient, createWalletClient, defineChain, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';

@@ -7,7 +7,7 @@
  * On SQLite and PostgreSQL.
  */
 import { uuidToBytes32 } from '@rgbx/chains/evm';
-import { escrowRefund } from '@rgbx/chains/evm-devnode';
+import { escrowRefund } from '@rgbx/devnet/evm-devnode';
 import { signPermit2Approval } from '@rgbx/sdk';
 import { generateKeyPairSigner } from '@solana/kit';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';

@@ -14,8 +14,8 @@ import {
   escrowDeposit,
   startEvmDevnode,
   TEST_TOKEN,
-} from '@rgbx/chains/evm-devnode';
-import { type SolanaDevnode, startSolanaDevnode } from '@rgbx/chains/sol-devnode';
+} from '@rgbx/devnet/evm-devnode';
+import { type SolanaDevnode, startSolanaDevnode } from '@rgbx/devnet/sol-devnode';
 import { tronAddressFromHex, tronAddressToEvm } from '@rgbx/chains/tron';
 import { base58 } from '@scure/base';
 import {

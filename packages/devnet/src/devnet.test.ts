@@ -4,9 +4,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { isListening } from '@rgbx/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BITCOIND_SHA256, bitcoindPath, verifiedBitcoind } from './bitcoind.ts';
-import { isListening } from './ports.ts';
 import { isAlive } from './processes.ts';
 
 const run = promisify(execFile);

@@ -3,8 +3,8 @@ import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writ
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BitcoindRpc, BitcoindRpcError } from '@rgbx/chains/btc';
+import { freePort, isListening, waitFor } from '@rgbx/service-kit';
 import { bitcoindArgs, verifiedBitcoind } from './bitcoind.ts';
-import { freePort, isListening, waitFor } from './ports.ts';
 import { isAlive, isOurs, startProcess, stopProcess } from './processes.ts';
 
 /** What `devnet status --json` prints; the contract other tools read. */

@@ -50,6 +50,7 @@ export {
   type ServiceAddress,
 } from './lifecycle.ts';
 export { type CreateLoggerOptions, createLogger, type Logger, REDACT_PATHS } from './logger.ts';
+export { freePort, isListening, waitFor } from './ports.ts';
 export { installJsonParser } from './raw-body.ts';
 export {
   type CreateServerOptions,

@@ -17,7 +17,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, isListening } from '@rgbx/devnet';
+import { freePort, isListening } from '@rgbx/service-kit';
 import type { NodeBackend, NodeDriver, NodeRuntime, NodeSpec, Probe } from './driver.ts';
 
 export interface LocalDriverOptions {

@@ -263,7 +263,8 @@ export class WalletNodeClient {
   /** Restores this client's wallet from a backup file into a node that does not have it yet. */
   restore(file: Uint8Array, password: string): Promise<WalletRestoreResponseT> {
     const form = new FormData();
-    form.append('file', new Blob([file]), 'wallet.backup');
+    // A copy on a plain ArrayBuffer: what DOM's `BlobPart` type accepts (a Uint8Array may view a SharedArrayBuffer).
+    form.append('file', new Blob([new Uint8Array(file)]), 'wallet.backup');
     form.append('password', password);
     form.append('xpub_van', this.#headers['xpub-van']!);
     form.append('xpub_col', this.#headers['xpub-col']!);

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Runs the EVM devnode as a process: `node packages/chains/dist/evm-devnode/main.js [--port P] [--chain-id N]`.
+ * Runs the EVM devnode as a process: `node packages/devnet/dist/evm-devnode/main.js [--port P] [--chain-id N]`.
  * Prints one JSON line `{"rpc_url","chain_id","accounts":[{"address","private_key"}]}` and serves until
  * SIGINT/SIGTERM.
  */

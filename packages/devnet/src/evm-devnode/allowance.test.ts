@@ -1,9 +1,18 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  buildPermit2TypedData,
+  buildSwapIntentWitness,
+  ChainInputError,
+  type EvmAddress,
+  EvmRpcError,
+  PERMIT2_ADDRESS,
+  readErc20Allowance,
+  verifyPermit2Signature,
+} from '@rgbx/chains/evm';
 import { createPublicClient, encodeFunctionData, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChainInputError } from '../errors.ts';
 import {
   approveErc20,
   deployPermit2DigestProbe,
@@ -12,15 +21,6 @@ import {
   PERMIT2_DIGEST_PROBE,
   startEvmDevnode,
   TEST_TOKEN,
-} from '../evm-devnode/index.ts';
-import {
-  buildPermit2TypedData,
-  buildSwapIntentWitness,
-  type EvmAddress,
-  EvmRpcError,
-  PERMIT2_ADDRESS,
-  readErc20Allowance,
-  verifyPermit2Signature,
 } from './index.ts';
 
 let node: EvmDevnode;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Runs the Solana devnode as a process: `node packages/chains/dist/sol-devnode/main.js [--port P]`.
+ * Runs the Solana devnode as a process: `node packages/devnet/dist/sol-devnode/main.js [--port P]`.
  * Prints one JSON line `{"event":"listening","url":"http://127.0.0.1:P"}` and serves until SIGINT/SIGTERM.
  */
 import { parseArgs } from 'node:util';

@@ -5,6 +5,16 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  buildPermit2TypedData,
+  buildSwapIntentWitness,
+  type EvmAddress,
+  type Permit2TypedData,
+  SWAP_INTENT_WITNESS_TYPE_STRING,
+  type SwapIntentInput,
+  swapIntentWitnessHash,
+} from '@rgbx/chains/evm';
+import { buildTronPermit2TypedData, tronAddressFromHex, verifyTronPermit2Signature } from '@rgbx/chains/tron';
+import {
   type Abi,
   BaseError,
   ContractFunctionRevertedError,
@@ -24,16 +34,6 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  buildPermit2TypedData,
-  buildSwapIntentWitness,
-  type EvmAddress,
-  type Permit2TypedData,
-  SWAP_INTENT_WITNESS_TYPE_STRING,
-  type SwapIntentInput,
-  swapIntentWitnessHash,
-} from '../evm/index.ts';
-import { buildTronPermit2TypedData, tronAddressFromHex, verifyTronPermit2Signature } from '../tron/index.ts';
 import { escrowLockId } from './escrow.ts';
 import {
   approveErc20,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { buildCosignTransaction, MEMO_PROGRAM_ADDRESS, SYSTEM_PROGRAM_ADDRESS } from '@rgbx/chains/sol';
 import {
   AccountRole,
   type Address,
@@ -17,7 +18,6 @@ import {
   signTransaction,
 } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCosignTransaction, MEMO_PROGRAM_ADDRESS, SYSTEM_PROGRAM_ADDRESS } from '../sol/index.ts';
 import { type SolanaDevnode, startSolanaDevnode } from './index.ts';
 
 const vectors: { seeds: { name: string; seedHex: string }[] } = JSON.parse(

@@ -1,5 +1,5 @@
+import type { EvmAddress, SwapIntentWitness } from '@rgbx/chains/evm';
 import { encodeAbiParameters, keccak256, toEventSelector } from 'viem';
-import type { EvmAddress, SwapIntentWitness } from '../evm/permit2.ts';
 import { SIGNATURE_TRANSFER, SWAP_ESCROW } from './artifacts.ts';
 import { deploy, devnodeClients } from './token.ts';
 

@@ -1,3 +1,4 @@
+import type { EvmAddress } from '@rgbx/chains/evm';
 import {
   type Abi,
   type Chain,
@@ -10,7 +11,6 @@ import {
   type WalletClient,
 } from 'viem';
 import { type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
-import type { EvmAddress } from '../evm/permit2.ts';
 import { PERMIT2_DIGEST_PROBE, TEST_TOKEN } from './artifacts.ts';
 
 /** viem clients for a devnode (or any node) at `rpcUrl` signing with `privateKey`. Shared with escrow.ts. */
