@@ -1,27 +1,81 @@
 // Wallet node benchmarks, each next to a baseline measured in the same run:
-// (a) p50 of /wallet/listassets and /wallet/assetbalance through HTTP ÷ the same rgb-lib call made
-//     directly (addon loaded in this process, same wallet data copied aside);
+// (a) p50/p99 of /wallet/listassets and /wallet/assetbalance through HTTP next to the same rgb-lib call made
+//     directly (addon loaded in this process, same wallet data copied aside), in rounds that alternate HTTP and
+//     direct phases; with the CPU time per request of every process involved (HTTP process and rgb-lib children
+//     from /proc/<pid>/stat, this load generator from process.cpuUsage);
 // (b) p99 of wallet B's offline calls and of /healthcheck while wallet A is stuck on a hung indexer
 //     (Electrum SIGSTOPped), next to the same p99s with a healthy indexer;
-// (c) requests/s of /wallet/listassets across 50 wallets with a pool of 1 versus 2 rgb-lib children.
+// (c) requests/s of /wallet/listassets and /wallet/btcbalance across 50 wallets with a pool of 1 versus 2 rgb-lib
+//     children, each next to the CPU-bound ceiling of this machine computed from the CPU time per request measured
+//     for every process in the same phase (load generator + HTTP process + children share the cores).
 // (b) and (c) run their phases interleaved: each of `rounds` rounds measures both sides, in an order that
 // alternates by round; figures are over all rounds' samples (b) or medians of the per-round rates (c), ratios
 // medians of the per-round ratios.
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
 import { closeDefaultHost, generateKeys } from '@rgbx/rgb';
 import { signPsbt, WalletNodeClient } from '@rgbx/sdk';
-import { interleave, round, stats } from './lib.mjs';
+import { round, stats } from './lib.mjs';
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
+
+const CLK_TCK = 100; // USER_HZ on Linux
+/** CPU ms (user + system, all threads) of a process so far, from /proc/<pid>/stat; NaN once it is gone. */
+function procCpuMs(pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    return ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK;
+  } catch {
+    return Number.NaN;
+  }
+}
+/** Direct children of a process (the wallet node's rgb-lib children). */
+function childPids(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+/** CPU ms so far of: the wallet node (`front`), its children, and this process (load generator, direct calls). */
+function cpuSnapshot(frontPid) {
+  const kids = frontPid === undefined ? [] : childPids(frontPid);
+  const u = process.cpuUsage();
+  return {
+    front: frontPid === undefined ? 0 : procCpuMs(frontPid),
+    children: Object.fromEntries(kids.map((k) => [k, procCpuMs(k)])),
+    self: (u.user + u.system) / 1000,
+  };
+}
+/** CPU ms per request of each process between two snapshots (a child present in only one counts from/to 0). */
+function cpuPerRequest(a, b, n) {
+  let kids = 0;
+  for (const pid of new Set([...Object.keys(a.children), ...Object.keys(b.children)])) {
+    const end = b.children[pid] ?? procCpuMs(Number(pid));
+    const start = a.children[pid] ?? 0;
+    if (Number.isFinite(end)) kids += end - start;
+  }
+  return {
+    front: (b.front - a.front) / n,
+    children: kids / n,
+    loadgen: (b.self - a.self) / n,
+  };
+}
+const load1 = () => round(loadavg()[0]);
+const CORES = cpus().length;
 
 const MAIN = resolve(fileURLToPath(new URL('.', import.meta.url)), '../apps/wallet-node/dist/main.js');
 
@@ -39,7 +93,7 @@ function config(dir, info, workers) {
 
 async function startNode(file) {
   const s = await spawnService('wallet node', [MAIN, '-c', file]);
-  return { url: s.value, stop: () => s.stop() };
+  return { url: s.value, pid: s.proc.pid, stop: () => s.stop() };
 }
 
 const clientFor = (url, k) =>
@@ -49,9 +103,14 @@ const clientFor = (url, k) =>
     fingerprint: k.masterFingerprint,
   });
 
-/** Runs `fn` with `concurrency` workers for `ms`; returns requests/s. */
-async function throughput(fn, { concurrency = 16, ms = 5000 } = {}) {
+/**
+ * Runs `fn` with `concurrency` workers for `ms`; returns requests/s, and the CPU ms per request of the wallet node
+ * (`frontPid`), its children and this process over the run.
+ */
+async function throughput(fn, { concurrency = 16, ms = 5000, frontPid } = {}) {
   let n = 0;
+  const c0 = cpuSnapshot(frontPid);
+  const t0 = performance.now();
   const end = Date.now() + ms;
   await Promise.all(
     Array.from({ length: concurrency }, async (_, w) => {
@@ -61,20 +120,33 @@ async function throughput(fn, { concurrency = 16, ms = 5000 } = {}) {
       }
     }),
   );
-  return round(n / (ms / 1000));
+  const secs = (performance.now() - t0) / 1000;
+  return { rps: n / secs, cpu: cpuPerRequest(c0, cpuSnapshot(frontPid), n) };
 }
 
 /**
- * @param {{ rounds?: number, isolationMs?: number, poolMs?: number }} [opts] rounds of (b) and (c); per round,
- * each side of (b) is sampled for `isolationMs` and each (pool, call) of (c) driven for `poolMs`.
+ * @param {{ rounds?: number, isolationMs?: number, poolMs?: number, roundsA?: number, phaseCalls?: number,
+ *   warmupCalls?: number }} [opts] rounds of (b) and (c); per round, each side of (b) is sampled for `isolationMs`
+ * and each (pool, call) of (c) driven for `poolMs`. (a): `roundsA` rounds of `phaseCalls` calls per phase, after
+ * `warmupCalls` of each call both ways.
  */
 export async function benchWalletNode(opts = {}) {
   const ROUNDS = Math.max(2, opts.rounds ?? 4);
   const ISOLATION_MS = opts.isolationMs ?? 2000;
   const POOL_MS = opts.poolMs ?? 2000;
+  const ROUNDS_A = Math.max(2, opts.roundsA ?? 10);
+  const PHASE_N = opts.phaseCalls ?? 100;
+  const WARMUP_A = opts.warmupCalls ?? 300;
   const dir = mkdtempSync(join(tmpdir(), 'bench-wallet-node-'));
   const devnet = await startDevnet({ dir: join(dir, 'devnet') });
-  const out = {};
+  const out = { load_avg_1m_at_start: load1() };
+  const devnetPids = JSON.parse(readFileSync(join(dir, 'devnet', 'devnet.json'), 'utf8')).pids;
+  /** CPU ms so far of the devnet's processes (bitcoind, Electrum, RGB proxy). */
+  const devnetCpu = () =>
+    Object.values(devnetPids).reduce((sum, p) => {
+      const ms = procCpuMs(p);
+      return Number.isFinite(ms) ? sum + ms : sum;
+    }, 0);
   try {
     const node = await startNode(config(dir, devnet.info, 2));
     const kA = await generateKeys('Regtest', 'SegWitV0');
@@ -119,20 +191,84 @@ export async function benchWalletNode(opts = {}) {
       return r;
     };
     await A.listAssets(); // reopen in the node
-    const a = await interleave(
-      {
-        http_listassets: () => A.listAssets(),
-        direct_listassets: async () => direct('rgblib_list_assets', '[]'),
-        http_assetbalance: () => A.assetBalance(asset.asset_id),
-        direct_assetbalance: async () => direct('rgblib_get_asset_balance', asset.asset_id),
+    // Rounds of phases: per call, `PHASE_N` HTTP calls then `PHASE_N` direct ones (the other way round in odd
+    // rounds). CPU per request: the wallet node and its children over the HTTP phases (both idle in the direct
+    // ones), this process per phase (it drives HTTP, and makes the direct calls itself).
+    const calls = {
+      listassets: { http: () => A.listAssets(), direct: async () => direct('rgblib_list_assets', '[]') },
+      assetbalance: {
+        http: () => A.assetBalance(asset.asset_id),
+        direct: async () => direct('rgblib_get_asset_balance', asset.asset_id),
       },
-      { n: 200, warmup: 20 },
-    );
-    out.a_http_vs_direct = {
-      ...a,
-      ratio_p50_listassets: round(a.http_listassets.p50 / a.direct_listassets.p50),
-      ratio_p50_assetbalance: round(a.http_assetbalance.p50 / a.direct_assetbalance.p50),
     };
+    for (let i = 0; i < WARMUP_A; i++) {
+      for (const c of Object.values(calls)) {
+        await c.http();
+        await c.direct();
+      }
+    }
+    const samples = {};
+    const roundP50 = {};
+    const cpuA = { http_front: 0, http_children: 0, http_loadgen: 0, direct_self: 0, http_n: 0, direct_n: 0 };
+    const loadsA = [];
+    for (let r = 0; r < ROUNDS_A; r++) {
+      loadsA.push(load1());
+      for (const [name, c] of Object.entries(calls)) {
+        for (const mode of r % 2 === 0 ? ['http', 'direct'] : ['direct', 'http']) {
+          const key = `${mode}_${name}`;
+          samples[key] ??= [];
+          roundP50[key] ??= [];
+          const xs = [];
+          const c0 = cpuSnapshot(mode === 'http' ? node.pid : undefined);
+          for (let i = 0; i < PHASE_N; i++) {
+            const t = performance.now();
+            await c[mode]();
+            xs.push(performance.now() - t);
+          }
+          const cpu = cpuPerRequest(c0, cpuSnapshot(mode === 'http' ? node.pid : undefined), 1);
+          if (mode === 'http') {
+            cpuA.http_front += cpu.front;
+            cpuA.http_children += cpu.children;
+            cpuA.http_loadgen += cpu.loadgen;
+            cpuA.http_n += PHASE_N;
+          } else {
+            cpuA.direct_self += cpu.loadgen;
+            cpuA.direct_n += PHASE_N;
+          }
+          samples[key].push(...xs);
+          roundP50[key].push(stats(xs).p50);
+        }
+      }
+    }
+    const a = {
+      rounds: ROUNDS_A,
+      calls_per_phase: PHASE_N,
+      warmup_calls: WARMUP_A,
+      order: 'HTTP phase first in odd-numbered rounds, direct first in even-numbered ones',
+      load_avg_1m: { median: round(median(loadsA)), min: Math.min(...loadsA), max: Math.max(...loadsA) },
+    };
+    for (const name of Object.keys(calls)) {
+      const h = stats(samples[`http_${name}`]);
+      const d = stats(samples[`direct_${name}`]);
+      a[`http_${name}`] = h;
+      a[`direct_${name}`] = d;
+      a[`delta_p50_${name}_ms`] = round(h.p50 - d.p50);
+      a[`delta_p99_${name}_ms`] = round(h.p99 - d.p99);
+      a[`ratio_p50_${name}`] = round(h.p50 / d.p50);
+      a[`median_round_delta_p50_${name}_ms`] = round(
+        median(roundP50[`http_${name}`].map((x, i) => x - roundP50[`direct_${name}`][i])),
+      );
+    }
+    a.cpu_ms_per_request = {
+      http_process: round(cpuA.http_front / cpuA.http_n),
+      rgb_lib_children: round(cpuA.http_children / cpuA.http_n),
+      load_generator: round(cpuA.http_loadgen / cpuA.http_n),
+      direct_call_in_this_process: round(cpuA.direct_self / cpuA.direct_n),
+      note:
+        'HTTP requests: both calls alike; /proc/<pid>/stat ticks (10 ms) summed over all HTTP phases; the direct ' +
+        "call includes rgb-lib's own threads (process.cpuUsage)",
+    };
+    out.a_http_vs_direct = a;
 
     // (b) B's offline calls and /healthcheck, healthy indexer vs A stuck on a hung one.
     const sample = async (ms) => {
@@ -149,7 +285,7 @@ export async function benchWalletNode(opts = {}) {
       }
       return { bCalls, health };
     };
-    const pid = JSON.parse(readFileSync(join(dir, 'devnet', 'devnet.json'), 'utf8')).pids.electrum;
+    const pid = devnetPids.electrum;
     /** One stuck phase: Electrum stopped, A's online call hanging in its child while B and /healthcheck are sampled. */
     const stuckPhase = async () => {
       process.kill(pid, 'SIGSTOP');
@@ -232,24 +368,64 @@ export async function benchWalletNode(opts = {}) {
         listassets: (clients) => (i) => clients[i % 50].listAssets(),
         btcbalance: (clients) => (i) => clients[i % 50].btcBalance(),
       };
+      // One unmeasured run each first: the registrations' scans settle in the indexer, the JITs warm up.
+      for (const call of Object.keys(calls))
+        for (const workers of [1, 2])
+          await throughput(calls[call](pools[workers].clients), { concurrency: 32, ms: POOL_MS / 2 });
       const runs = {};
+      const cpuRuns = {};
+      const loadsC = [];
       for (let r = 0; r < ROUNDS; r++) {
+        loadsC.push(load1());
         for (const call of Object.keys(calls)) {
           for (const workers of r % 2 === 0 ? [1, 2] : [2, 1]) {
-            const key = `pool_${workers}_${call}_rps`;
-            if (!runs[key]) runs[key] = [];
-            runs[key].push(
-              await throughput(calls[call](pools[workers].clients), { concurrency: 32, ms: POOL_MS }),
-            );
+            const key = `pool_${workers}_${call}`;
+            runs[`${key}_rps`] ??= [];
+            cpuRuns[key] ??= [];
+            const d0 = devnetCpu();
+            const t = await throughput(calls[call](pools[workers].clients), {
+              concurrency: 32,
+              ms: POOL_MS,
+              frontPid: pools[workers].node.pid,
+            });
+            const indexer = (devnetCpu() - d0) / (t.rps * (POOL_MS / 1000));
+            runs[`${key}_rps`].push(round(t.rps));
+            // The devnet (bitcoind, Electrum, proxy) serves btcbalance's syncs; listassets never reaches it.
+            const all = t.cpu.front + t.cpu.children + t.cpu.loadgen + (call === 'btcbalance' ? indexer : 0);
+            cpuRuns[key].push({
+              ...t.cpu,
+              devnet: indexer,
+              // Every process shares the machine's cores: req/s cannot exceed cores x 1000 / CPU ms per request.
+              ceiling_rps: (CORES * 1000) / all,
+            });
           }
         }
       }
       const c = {
         rounds: ROUNDS,
         ms_per_run: POOL_MS,
+        cores: CORES,
         order: 'pool 1 first in odd-numbered rounds, pool 2 first in even-numbered ones',
+        load_avg_1m: { median: round(median(loadsC)), min: Math.min(...loadsC), max: Math.max(...loadsC) },
+        note:
+          'ceiling = cores x 1000 / (CPU ms per request of the load generator + HTTP process + rgb-lib children, + ' +
+          'the devnet (bitcoind, Electrum, proxy) for btcbalance, which syncs with it; for listassets its CPU is ' +
+          'background only), medians of per-run figures; front_alone = 1000 / HTTP-process CPU ms per request (one ' +
+          'event loop)',
       };
       for (const [k, v] of Object.entries(runs)) c[k] = round(median(v));
+      for (const [key, list] of Object.entries(cpuRuns)) {
+        const med = (f) => round(median(list.map(f)));
+        c[`${key}_cpu_ms_per_request`] = {
+          http_process: med((x) => x.front),
+          rgb_lib_children: med((x) => x.children),
+          load_generator: med((x) => x.loadgen),
+          devnet: med((x) => x.devnet),
+        };
+        c[`${key}_ceiling_rps`] = med((x) => x.ceiling_rps);
+        c[`${key}_front_alone_rps`] = med((x) => 1000 / x.front);
+        c[`${key}_vs_ceiling`] = round(median(runs[`${key}_rps`].map((rps, i) => rps / list[i].ceiling_rps)));
+      }
       c.runs = runs;
       for (const call of Object.keys(calls)) {
         const per = runs[`pool_2_${call}_rps`].map((x, i) => x / runs[`pool_1_${call}_rps`][i]);
@@ -275,12 +451,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       rounds: { type: 'string', default: '4' },
       'isolation-ms': { type: 'string', default: '2000' },
       'pool-ms': { type: 'string', default: '2000' },
+      'rounds-a': { type: 'string', default: '10' },
+      'phase-calls': { type: 'string', default: '100' },
     },
   });
   const out = await benchWalletNode({
     rounds: Number(values.rounds),
     isolationMs: Number(values['isolation-ms']),
     poolMs: Number(values['pool-ms']),
+    roundsA: Number(values['rounds-a']),
+    phaseCalls: Number(values['phase-calls']),
   });
   console.info(JSON.stringify(out, null, 2));
   process.exit(0);

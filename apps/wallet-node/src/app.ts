@@ -3,7 +3,7 @@ import { WALLET_NODE_SCHEMAS } from '@rgbx/contracts/wallet-node';
 import { createServer, type HttpTimeouts, type Logger, type ServiceApp } from '@rgbx/service-kit';
 import type { WalletNodeConfig } from './config.ts';
 import { envelope } from './errors.ts';
-import { MISSING_HEADERS_TEXT, readIdentity } from './identity.ts';
+import { IdentityCache, MISSING_HEADERS_TEXT } from './identity.ts';
 import { installLosslessJson } from './json.ts';
 import { WorkerPool } from './pool.ts';
 import { registerRoutes } from './routes/index.ts';
@@ -65,6 +65,8 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
     timeouts: httpTimeouts(cfg.api),
     envelope,
     strictTypes: true,
+    // One access-log line per request (method, url, status, time): short calls at hundreds per second.
+    requestLog: 'completed',
     swagger: {
       title: 'rgbx wallet node',
       description:
@@ -93,25 +95,37 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
   const pool = WorkerPool.forConfig(cfg.wallet);
   const registry = new WalletRegistry(cfg.wallet, pool, logger);
 
-  // Headers before body, as the reference: a missing header is a 401 even when the body is bad.
-  app.addHook('onRequest', async (req, reply) => {
+  // Headers before body, as the reference: a missing header is a 401 even when the body is bad. Callback hooks
+  // (no promise per request); the validated identities of recent header triples are cached (IdentityCache).
+  const identities = new IdentityCache(cfg.wallet.network);
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('cache-control', 'no-store');
     // The matched route pattern, not the raw URL: `/%77allet/…` or an absolute-form URL cannot dodge the check.
     const route = req.routeOptions.url;
-    if (route === undefined || !WALLET_PATH.test(route) || req.method !== 'POST') return;
     // Decoding an invoice reads no wallet: the BTCPay plugin calls it without the identity headers.
-    if (route === '/wallet/decodergbinvoice') return;
-    const id = readIdentity(req.headers, cfg.wallet.network);
+    if (
+      route === undefined ||
+      req.method !== 'POST' ||
+      !WALLET_PATH.test(route) ||
+      route === '/wallet/decodergbinvoice'
+    ) {
+      done();
+      return;
+    }
+    const id = identities.read(req.headers); // throws INVALID_HEADER (400) for malformed values
     if (!id) {
-      return reply.code(401).type('text/plain; charset=utf-8').send(MISSING_HEADERS_TEXT);
+      reply.code(401).type('text/plain; charset=utf-8').send(MISSING_HEADERS_TEXT);
+      return;
     }
     req.walletIdentity = id;
+    done();
   });
 
   // A body route posted with an empty body (no content type, or an empty one of any type) gets `{}`: its
   // required fields then fail by name, optional ones take their defaults.
-  app.addHook('preValidation', async (req) => {
+  app.addHook('preValidation', (req, _reply, done) => {
     if (req.body === undefined && req.routeOptions.schema?.body !== undefined) req.body = {};
+    done();
   });
 
   registerRoutes(app, {

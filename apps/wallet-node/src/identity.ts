@@ -91,3 +91,55 @@ export function readIdentity(
   }
   return { xpubVanilla, xpubColored, fingerprint: fingerprint.toLowerCase() };
 }
+
+/** Default bound of {@link IdentityCache}: validated identities kept (about 0.4 KiB each). */
+export const IDENTITY_CACHE_SIZE = 1024;
+
+/**
+ * The validated identities of recently seen header triples, so a wallet's calls do not repeat the base58check
+ * decoding and SHA-256 checksums of both xpubs on every request (~70 µs). Keyed by the exact header strings
+ * (before trimming; a repeated header, which arrives as an array, is never cached), bounded (least recently used
+ * out first), and only successful validations are kept: a malformed triple is validated, and refused, every
+ * time. A cached identity is only what `readIdentity` would return for the same headers: the caller still
+ * checks it against the wallet registered for its fingerprint on every request.
+ */
+export class IdentityCache {
+  readonly #network: string;
+  readonly #max: number;
+  readonly #ids = new Map<string, WalletIdentity>();
+
+  constructor(network: string, max = IDENTITY_CACHE_SIZE) {
+    if (!Number.isSafeInteger(max) || max < 1)
+      throw new RangeError(`max must be a positive integer, got ${max}`);
+    this.#network = network;
+    this.#max = max;
+  }
+
+  get size(): number {
+    return this.#ids.size;
+  }
+
+  /** As {@link readIdentity}, served from the cache for header values validated before. */
+  read(headers: Record<string, string | string[] | undefined>): WalletIdentity | null {
+    const van = headers[HEADER_XPUB_VAN];
+    const col = headers[HEADER_XPUB_COL];
+    const fp = headers[HEADER_FINGERPRINT];
+    if (typeof van !== 'string' || typeof col !== 'string' || typeof fp !== 'string') {
+      return readIdentity(headers, this.#network);
+    }
+    // Length-prefixed: no two distinct triples share a key, whatever characters the values hold.
+    const key = `${van.length}:${van}${col.length}:${col}${fp}`;
+    const hit = this.#ids.get(key);
+    if (hit !== undefined) {
+      this.#ids.delete(key);
+      this.#ids.set(key, hit);
+      return hit;
+    }
+    const id = readIdentity(headers, this.#network);
+    if (id === null) return null;
+    const frozen = Object.freeze(id);
+    this.#ids.set(key, frozen);
+    if (this.#ids.size > this.#max) this.#ids.delete(this.#ids.keys().next().value as string);
+    return frozen;
+  }
+}

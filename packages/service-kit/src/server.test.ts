@@ -391,3 +391,49 @@ describe('createServer: security schemes', () => {
     await app.close();
   });
 });
+
+describe('createServer requestLog', () => {
+  async function requestLines(requestLog?: 'full' | 'completed') {
+    const mem = memoryLogger();
+    const app = createServer({
+      name: 'log',
+      version: '1',
+      logger: mem.logger,
+      envelope: ErrorEnvelope.factory,
+      ...(requestLog ? { requestLog } : {}),
+    });
+    app.get('/ok', async () => ({ ok: true }));
+    app.get('/boom', async () => {
+      throw new Error('kaboom');
+    });
+    const ok = await app.inject({ method: 'GET', url: '/ok?x=1', headers: { 'x-request-id': 'r-ok' } });
+    const boom = await app.inject({ method: 'GET', url: '/boom', headers: { 'x-request-id': 'r-boom' } });
+    await app.close();
+    expect([ok.statusCode, boom.statusCode]).toEqual([200, 500]);
+    return mem.lines;
+  }
+
+  it("keeps Fastify's two lines per request by default", async () => {
+    const lines = await requestLines();
+    expect(lines.filter((l) => l.reqId === 'r-ok').map((l) => l.msg)).toEqual([
+      'incoming request',
+      'request completed',
+    ]);
+    expect(lines.find((l) => l.reqId === 'r-ok' && l.msg === 'incoming request')?.req).toMatchObject({
+      method: 'GET',
+      url: '/ok?x=1',
+    });
+  });
+
+  it("'completed' logs one line per request with method, url, status and time; errors as before", async () => {
+    const lines = await requestLines('completed');
+    const ok = lines.filter((l) => l.reqId === 'r-ok');
+    expect(ok).toHaveLength(1);
+    expect(ok[0]).toMatchObject({ msg: 'request completed', method: 'GET', url: '/ok?x=1', statusCode: 200 });
+    expect(typeof ok[0]?.responseTime).toBe('number');
+    expect(lines.some((l) => l.msg === 'incoming request')).toBe(false);
+    const boom = lines.filter((l) => l.reqId === 'r-boom');
+    expect(boom.map((l) => l.msg)).toEqual(['request failed', 'request completed']);
+    expect(boom[1]).toMatchObject({ method: 'GET', url: '/boom', statusCode: 500 });
+  });
+});
