@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SolanaDevnode, startSolanaDevnode } from './index.ts';
 
 const vectors: { seeds: { name: string; seedHex: string }[] } = JSON.parse(
-  readFileSync(new URL('../../test/vectors/solana-keys.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../../../chains/test/vectors/solana-keys.json', import.meta.url), 'utf8'),
 );
 const seed = (name: string) =>
   Uint8Array.from(Buffer.from(vectors.seeds.find((s) => s.name === name)!.seedHex, 'hex'));
