@@ -1,32 +1,46 @@
 /**
  * The webhook payload of the cloud hosting service (`NODE_STATUS_UPDATED`) and its strict parser.
+ * The payload's schema is the cloud's own (`@rgbx/contracts/cloud`); the types here are derived from it.
  * The parser runs only after the signature has been checked: it never sees unauthenticated bytes.
  */
-
-/** Node status values carried by webhook events. */
-export const NODE_STATUSES = ['RUNNING', 'STARTING', 'PAUSED', 'FAILED', 'IN_PROGRESS'] as const;
-export type NodeStatus = (typeof NODE_STATUSES)[number];
-
-export const NODE_STATUS_UPDATED = 'NODE_STATUS_UPDATED';
+import {
+  matchesSchema,
+  NODE_STATUS_UPDATED,
+  NODE_STATUSES,
+  type NodeStatus,
+  type NodeStatusEvent,
+  NodeStatusEvent as NodeStatusEventSchema,
+} from '@rgbx/contracts/cloud';
 
 /** `{eventType, eventTimestamp, details:{nodeId, status}, nodeId}` as the cloud sends it. */
-export interface NodeStatusEvent {
-  eventType: typeof NODE_STATUS_UPDATED;
-  /** ISO 8601 UTC time at which the status changed (kept across retries). */
-  eventTimestamp: string;
-  details: { nodeId: string; status: NodeStatus };
-  nodeId: string;
-}
+export type { NodeStatusEvent };
+/** Node status values carried by webhook events, and the `NODE_STATUS_UPDATED` event type. */
+export { NODE_STATUS_UPDATED, NODE_STATUSES, type NodeStatus };
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+const { eventType, eventTimestamp, nodeId, details } = NodeStatusEventSchema.properties;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** Why a parsed value is not a `NodeStatusEvent`, checked field by field in a fixed order. */
+function reject(v: unknown): string {
+  if (!isRecord(v)) return 'payload is not an object';
+  if (!matchesSchema(eventType, v.eventType)) return 'unknown eventType';
+  if (!matchesSchema(eventTimestamp, v.eventTimestamp)) {
+    return 'eventTimestamp must be an ISO 8601 UTC timestamp';
+  }
+  if (!matchesSchema(nodeId, v.nodeId)) return 'nodeId missing';
+  const d = v.details;
+  if (!isRecord(d) || !matchesSchema(details.properties.nodeId, d.nodeId)) return 'details.nodeId missing';
+  if (d.nodeId !== v.nodeId) return 'details.nodeId differs from nodeId';
+  if (!matchesSchema(details.properties.status, d.status)) return 'details.status is not a node status';
+  return 'payload does not match the NODE_STATUS_UPDATED schema';
+}
+
 /**
- * Parses and checks a payload. Returns a reason string instead of throwing, so callers can answer
- * 403 without a stack trace.
+ * Parses and checks a payload against the cloud's schema (unknown keys are ignored and left out of the
+ * event). Returns a reason string instead of throwing, so callers can answer 403 without a stack trace.
  */
 export function parseNodeStatusEvent(text: string): { event: NodeStatusEvent } | { error: string } {
   let v: unknown;
@@ -35,23 +49,12 @@ export function parseNodeStatusEvent(text: string): { event: NodeStatusEvent } |
   } catch {
     return { error: 'payload is not JSON' };
   }
-  if (!isRecord(v)) return { error: 'payload is not an object' };
-  if (v.eventType !== NODE_STATUS_UPDATED) return { error: 'unknown eventType' };
-  if (typeof v.eventTimestamp !== 'string' || !ISO_UTC.test(v.eventTimestamp)) {
-    return { error: 'eventTimestamp must be an ISO 8601 UTC timestamp' };
-  }
-  if (typeof v.nodeId !== 'string' || v.nodeId.length === 0) return { error: 'nodeId missing' };
-  const d = v.details;
-  if (!isRecord(d) || typeof d.nodeId !== 'string') return { error: 'details.nodeId missing' };
-  if (d.nodeId !== v.nodeId) return { error: 'details.nodeId differs from nodeId' };
-  if (typeof d.status !== 'string' || !(NODE_STATUSES as readonly string[]).includes(d.status)) {
-    return { error: 'details.status is not a node status' };
-  }
+  if (!matchesSchema(NodeStatusEventSchema, v) || v.details.nodeId !== v.nodeId) return { error: reject(v) };
   return {
     event: {
-      eventType: NODE_STATUS_UPDATED,
+      eventType: v.eventType,
       eventTimestamp: v.eventTimestamp,
-      details: { nodeId: d.nodeId, status: d.status as NodeStatus },
+      details: { nodeId: v.details.nodeId, status: v.details.status },
       nodeId: v.nodeId,
     },
   };
