@@ -5,9 +5,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { deploySwapContracts, deployTestToken } from '@rgbx/chains/evm-devnode';
 import { tronAddressFromHex } from '@rgbx/chains/tron';
 import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
+import { deploySwapContracts, deployTestToken } from '@rgbx/devnet/evm-devnode';
+import { readToml, writeToml } from '@rgbx/service-kit';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const dir = resolve(process.env.RGBX_DEVNET_DIR ?? join(root, '.devnet'));
@@ -55,15 +56,20 @@ async function main() {
   // litesvm devnode. The swap service fails closed: every network it serves needs a node to read.
   const sw = join(dir, 'swap');
   mkdirSync(sw, { recursive: true });
-  const evm = await startService('evm devnode', [join(root, 'packages/chains/dist/evm-devnode/main.js')], {
+  const evm = await startService('evm devnode', [join(root, 'packages/devnet/dist/evm-devnode/main.js')], {
     pick: (j) => j.rpc_url && j,
   });
   const keyFile = join(sw, 'preimage.key');
   if (!existsSync(keyFile)) writeFileSync(keyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
-  const swapConfig = readFileSync(join(root, 'apps/swap/config/devnet.toml'), 'utf8')
-    .replace(/^data_dir = .*$/m, `data_dir = "${join(sw, 'data')}"`)
-    .replace(/^port = .*$/m, `port = ${process.env.RGBX_SWAP_PORT ?? 3100}`);
-  writeFileSync(join(sw, 'config.toml'), swapConfig, { mode: 0o600 });
+  // The committed devnet config with this run's data directory and port.
+  const swapConfig = readToml(readFileSync(join(root, 'apps/swap/config/devnet.toml'), 'utf8'));
+  swapConfig.data_dir = join(sw, 'data');
+  swapConfig.port = Number(process.env.RGBX_SWAP_PORT ?? 3100);
+  writeFileSync(
+    join(sw, 'config.toml'),
+    writeToml(swapConfig, ['written by npm start from apps/swap/config/devnet.toml']),
+    { mode: 0o600 },
+  );
   const chainId = BigInt(evm.chain_id);
   const deployer = evm.accounts[0].private_key;
   // Deployed in this order from account 0, so a fresh devnode gets the addresses devnet.toml defaults to.
@@ -78,7 +84,7 @@ async function main() {
     refundDelaySecs: BigInt(margin),
   });
   endpoints.evm_devnode = { rpc_url: evm.rpc_url, chain_id: evm.chain_id, usdc, permit2, escrow };
-  const sol = await startService('solana devnode', [join(root, 'packages/chains/dist/sol-devnode/main.js')]);
+  const sol = await startService('solana devnode', [join(root, 'packages/devnet/dist/sol-devnode/main.js')]);
   endpoints.solana_devnode = { rpc_url: sol };
   endpoints.swap = await startService(
     'swap service',
@@ -111,29 +117,19 @@ async function main() {
     writeFileSync(cloudKeyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
   writeFileSync(
     cloudToml,
-    [
-      '[signing_keys]',
-      `encryption_key_file = "${cloudKeyFile}"`,
-      '',
-      '[api]',
-      'listen_address = "127.0.0.1"',
-      `port = ${process.env.RGBX_CLOUD_PORT ?? 3200}`,
-      '',
-      '[cloud]',
-      `data_dir = "${join(cl, 'data')}"`,
-      '',
-      '[backend]',
-      `devnet_dir = "${dir}"`,
-      '',
-      '[nodes]',
-      'stop_on_shutdown = true',
-      '',
-      '# dev allowlist: webhooks may go to loopback receivers (never in production)',
-      '[webhooks]',
-      'allow_cidrs = ["127.0.0.0/8", "::1/128"]',
-      'allow_http = true',
-      '',
-    ].join('\n'),
+    writeToml(
+      {
+        signing_keys: { encryption_key_file: cloudKeyFile },
+        api: { listen_address: '127.0.0.1', port: Number(process.env.RGBX_CLOUD_PORT ?? 3200) },
+        cloud: { data_dir: join(cl, 'data') },
+        backend: { devnet_dir: dir },
+        nodes: { stop_on_shutdown: true },
+        webhooks: { allow_cidrs: ['127.0.0.0/8', '::1/128'], allow_http: true },
+      },
+      [
+        'written by npm start; [webhooks]: a dev allowlist, webhooks may go to loopback receivers (never in production)',
+      ],
+    ),
     { mode: 0o600 },
   );
   const cloudMain = join(root, 'apps/cloud/dist/main.js');

@@ -3,7 +3,7 @@ import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writ
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BitcoindRpc, BitcoindRpcError } from '@rgbx/chains/btc';
-import { freePort, isListening, waitFor } from '@rgbx/service-kit';
+import { freePort, isListening, waitFor, writeToml } from '@rgbx/service-kit';
 import { bitcoindArgs, verifiedBitcoind } from './bitcoind.ts';
 import { isAlive, isOurs, startProcess, stopProcess } from './processes.ts';
 
@@ -216,21 +216,20 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
         const conf = join(dir, 'electrum.toml');
         writeFileSync(
           conf,
-          [
-            '[server]',
-            'host = "127.0.0.1"',
-            `port = ${s.electrumPort}`,
-            '',
-            '[bitcoind]',
-            `rpc_url = "http://127.0.0.1:${s.rpc.port}"`,
-            `rpc_user = "${s.rpc.user}"`,
-            `rpc_password = "${s.rpc.password}"`,
-            '',
-            '[fees]',
-            '# regtest has no fee estimates; answer 1 sat/vB so clients can build transactions',
-            'fallback_btc_per_kvb = "0.00001"',
-            '',
-          ].join('\n'),
+          writeToml(
+            {
+              server: { host: '127.0.0.1', port: s.electrumPort },
+              bitcoind: {
+                rpc_url: `http://127.0.0.1:${s.rpc.port}`,
+                rpc_user: s.rpc.user,
+                rpc_password: s.rpc.password,
+              },
+              fees: { fallback_btc_per_kvb: '0.00001' },
+            },
+            [
+              'written by the devnet; [fees]: regtest has no fee estimates, answer 1 sat/vB so clients can build transactions',
+            ],
+          ),
           { mode: 0o600 },
         );
         const p = startProcess(process.execPath, [ELECTRUM_MAIN, '-c', conf], {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { writeToml } from '@rgbx/service-kit';
 import type { DevnetInfo } from './devnet.ts';
 
 export interface ServiceProcess<T> {
@@ -91,9 +92,6 @@ export function spawnService<T = string>(
 }
 
 type TomlValue = string | number | boolean | string[];
-/** TOML basic strings share JSON's escapes for what we write (quotes, backslashes, control characters). */
-const toml = (v: TomlValue): string =>
-  Array.isArray(v) ? `[${v.map(toml).join(', ')}]` : typeof v === 'string' ? JSON.stringify(v) : String(v);
 
 /**
  * A wallet-node config (wallet-node-service.md TOML) pointing at this devnet: bitcoind RPC, Electrum and the
@@ -119,7 +117,5 @@ export function walletNodeToml(
     proxy_address: [info.proxy],
     ...opts.wallet,
   };
-  const section = (name: string, o: Record<string, TomlValue>) =>
-    [`[${name}]`, ...Object.entries(o).map(([k, v]) => `${k} = ${toml(v)}`)].join('\n');
-  return `${section('api', api)}\n\n${section('wallet', wallet)}\n`;
+  return writeToml({ api, wallet });
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Type } from 'typebox';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, formatConfigError, loadTomlConfig } from './config.ts';
+import { ConfigError, formatConfigError, loadTomlConfig, readToml, writeToml } from './config.ts';
 
 const Schema = Type.Object({
   api: Type.Object({
@@ -152,5 +152,25 @@ describe('loadTomlConfig', () => {
     expect(err.message).toBe(
       'config: "wallet.data_dir" references environment variable HOME_DIR, which is not set',
     );
+  });
+});
+
+describe('writeToml / readToml', () => {
+  it('round-trips strings that need escaping, arrays, numbers and booleans, after comment lines', () => {
+    const doc = {
+      api: { listen_address: '127.0.0.1', port: 3001 },
+      wallet: {
+        data_dir: '/tmp/a "quoted" dir\\with\\backslashes\nand a newline',
+        proxy_address: ['rpc://127.0.0.1:3000/json-rpc', 'x"y'],
+        stop: true,
+      },
+    };
+    const text = writeToml(doc, ['written by a test']);
+    expect(text.startsWith('# written by a test\n')).toBe(true);
+    expect(readToml(text)).toEqual(doc);
+  });
+
+  it('readToml refuses a syntax error instead of guessing', () => {
+    expect(() => readToml('port = = 1')).toThrow(/Invalid TOML/);
   });
 });

@@ -8,7 +8,7 @@
  * wants an integer, number or boolean, so `port = "${PORT}"` works.
  */
 import { readFileSync } from 'node:fs';
-import { parse, TomlError } from 'smol-toml';
+import { parse, stringify, TomlError } from 'smol-toml';
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 
@@ -466,4 +466,23 @@ function walkObject(s: Schema, v: unknown, path: Path, ctx: Ctx): unknown {
     });
   }
   return out;
+}
+
+/**
+ * TOML text of a document (smol-toml's writer: strings escaped, arrays and tables written as TOML), after
+ * optional `#` comment lines. For config files one of our processes writes for another.
+ *
+ * @example
+ * ```ts
+ * writeToml({ api: { port: 3001 } }, ['written by the cloud']); // '# written by the cloud\n[api]\nport = 3001\n'
+ * ```
+ */
+export function writeToml(doc: Record<string, unknown>, comments: string[] = []): string {
+  const head = comments.map((c) => `# ${c}\n`).join('');
+  return `${head}${stringify(doc)}`;
+}
+
+/** The document of a TOML text (smol-toml's parser); a syntax error throws smol-toml's `TomlError`. */
+export function readToml(text: string): Record<string, unknown> {
+  return parse(text) as Record<string, unknown>;
 }

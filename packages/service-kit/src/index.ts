@@ -11,6 +11,8 @@ export {
   formatConfigError,
   type LoadConfigOptions,
   loadTomlConfig,
+  readToml,
+  writeToml,
 } from './config.ts';
 export {
   classifyError,

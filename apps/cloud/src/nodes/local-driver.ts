@@ -17,7 +17,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, isListening } from '@rgbx/service-kit';
+import { freePort, isListening, readToml, writeToml } from '@rgbx/service-kit';
 import type { NodeBackend, NodeDriver, NodeRuntime, NodeSpec, Probe } from './driver.ts';
 
 export interface LocalDriverOptions {
@@ -29,8 +29,6 @@ export interface LocalDriverOptions {
   /** Node binary; default the one running the cloud. */
   nodeBinary?: string;
 }
-
-const tomlString = (s: string) => JSON.stringify(s);
 
 function configPath(spec: NodeSpec): string {
   return join(spec.dataDir, 'node.toml');
@@ -69,7 +67,7 @@ function findRunning(spec: NodeSpec): NodeRuntime | undefined {
     if (!/^\d+$/.test(d)) continue;
     const pid = Number(d);
     if (pid === process.pid || !isOurs(pid, spec)) continue;
-    const port = Number(/^port = (\d+)$/m.exec(readFileSync(conf, 'utf8'))?.[1]);
+    const port = Number((readToml(readFileSync(conf, 'utf8')).api as { port?: unknown } | undefined)?.port);
     if (Number.isInteger(port) && port > 0) return { pid, port };
   }
   return undefined;
@@ -123,23 +121,22 @@ export class LocalProcessDriver implements NodeDriver {
     const conf = configPath(spec);
     writeFileSync(
       conf,
-      [
-        `# written by the cloud service for node ${spec.nodeId}; rewritten at every start`,
-        '[api]',
-        'listen_address = "127.0.0.1"',
-        `port = ${port}`,
-        '',
-        '[wallet]',
-        `data_dir = ${tomlString(join(spec.dataDir, 'wallet'))}`,
-        `network = ${tomlString(spec.network)}`,
-        `btc_rpc_address = ${tomlString(b.btcRpcAddress)}`,
-        `btc_rpc_user = ${tomlString(b.btcRpcUser)}`,
-        // Required by the wallet node's config schema but never read by it: the password stays out.
-        'btc_rpc_password = ""',
-        `indexer_address = ${tomlString(b.indexerAddress)}`,
-        `proxy_address = [${b.proxyAddress.map(tomlString).join(', ')}]`,
-        '',
-      ].join('\n'),
+      writeToml(
+        {
+          api: { listen_address: '127.0.0.1', port },
+          wallet: {
+            data_dir: join(spec.dataDir, 'wallet'),
+            network: spec.network,
+            btc_rpc_address: b.btcRpcAddress,
+            btc_rpc_user: b.btcRpcUser,
+            // Required by the wallet node's config schema but never read by it: the password stays out.
+            btc_rpc_password: '',
+            indexer_address: b.indexerAddress,
+            proxy_address: b.proxyAddress,
+          },
+        },
+        [`written by the cloud service for node ${spec.nodeId}; rewritten at every start`],
+      ),
       { mode: 0o600 },
     );
     const log = openSync(join(spec.dataDir, 'node.log'), 'a', 0o600);
