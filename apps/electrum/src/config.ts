@@ -40,6 +40,15 @@ export const ElectrumConfig = Type.Object(
     ),
     index: Type.Object(
       {
+        /**
+         * "events": blocks by a waitfornewblock long-poll, the mempool by bitcoind's ZMQ feed if it has one
+         * (else polled only while a client is subscribed to a scripthash); "poll": poll everything.
+         */
+        follow: Type.Union([Type.Literal('events'), Type.Literal('poll')], { default: 'events' }),
+        /** waitfornewblock timeout; it holds one bitcoind RPC thread while it waits (also after we stop). */
+        long_poll_ms: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
+        /** In "events" mode, use bitcoind's ZMQ `sequence`/`hashtx` feed when getzmqnotifications lists one. */
+        zmq: Type.Boolean({ default: true }),
         poll_interval_ms: Type.Integer({ default: 100, minimum: 10 }),
         freshness_ms: Type.Integer({ default: 0, minimum: 0 }),
       },

@@ -4,6 +4,7 @@ export type { Notification } from './client.ts';
 export { ElectrumClient, ElectrumReplyError } from './client.ts';
 export { ElectrumConfig } from './config.ts';
 export { ElectrumError, ErrorCode } from './errors.ts';
+export { BitcoindFollower, type FollowReason } from './follow.ts';
 export type { ProtocolVersion } from './protocol.ts';
 export { negotiateVersion, SUPPORTED_VERSIONS } from './protocol.ts';
 export type { ElectrumServerOptions, Logger } from './server.ts';

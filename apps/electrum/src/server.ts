@@ -2,6 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { BitcoindRpc } from '@rgbx/chains/btc';
 import { ChainIndex } from './chain-index.ts';
 import { ElectrumError, ErrorCode } from './errors.ts';
+import { BitcoindFollower } from './follow.ts';
 import {
   handlers,
   INDEX_METHODS,
@@ -25,7 +26,22 @@ export interface ElectrumServerOptions {
   host?: string;
   /** 0 picks a free port. */
   port?: number;
-  /** How often bitcoind's tip and mempool are polled for notifications (ms). */
+  /**
+   * 'events' (the default when `rpcAuth` is given): new blocks arrive by a `waitfornewblock` long-poll,
+   * mempool changes by bitcoind's ZMQ feed when it publishes one; nothing is polled while idle.
+   * 'poll' (the default without `rpcAuth`): tip and mempool are polled every `pollIntervalMs`.
+   */
+  follow?: 'events' | 'poll';
+  /** bitcoind credentials for the long-poll connection (a BitcoindRpc does not reveal its own). */
+  rpcAuth?: { user: string; password: string };
+  /** `waitfornewblock` timeout (ms); it holds one bitcoind RPC thread while it waits. */
+  longPollMs?: number;
+  /** In 'events' mode, follow the mempool by bitcoind's ZMQ feed if it has one (default true). */
+  zmq?: boolean;
+  /**
+   * Poll period (ms): in 'poll' mode for everything; in 'events' mode only for what is not pushed: the
+   * mempool without ZMQ while a client is subscribed to a scripthash, the tip while the long-poll fails.
+   */
   pollIntervalMs?: number;
   /**
    * Index-dependent requests first sync the index if its last sync began longer ago than this (ms).
@@ -68,9 +84,13 @@ const MAX_QUEUED = 1000;
  */
 export class ElectrumServer {
   readonly index: ChainIndex;
-  readonly #opts: Required<Omit<ElectrumServerOptions, 'feeFallback' | 'logger'>> & {
+  readonly #opts: Required<Omit<ElectrumServerOptions, 'feeFallback' | 'logger' | 'rpcAuth'>> & {
     feeFallback: string | null;
   };
+  /** The event-driven follow ('events' mode); null in 'poll' mode. */
+  readonly follower: BitcoindFollower | null;
+  /** mempool_sequence of the last cheap mempool check ('events' mode without ZMQ). */
+  #mempoolSeq: number | null = null;
   readonly #log: Logger;
   readonly #ctx: ProtocolContext;
   readonly #sessions = new Set<Session>();
@@ -87,6 +107,9 @@ export class ElectrumServer {
       rpc: opts.rpc,
       host: opts.host ?? '127.0.0.1',
       port: opts.port ?? 50001,
+      follow: opts.follow ?? (opts.rpcAuth ? 'events' : 'poll'),
+      longPollMs: opts.longPollMs ?? 10_000,
+      zmq: opts.zmq ?? true,
       pollIntervalMs: opts.pollIntervalMs ?? 100,
       freshnessMs: opts.freshnessMs ?? 0,
       feeFallback: opts.feeFallback === undefined ? '0.00001' : opts.feeFallback,
@@ -97,6 +120,24 @@ export class ElectrumServer {
     };
     this.#log = opts.logger ?? silent;
     this.index = new ChainIndex(opts.rpc);
+    if (this.#opts.follow === 'events' && !opts.rpcAuth)
+      throw new TypeError("follow: 'events' needs rpcAuth (the long-poll's credentials)");
+    this.follower =
+      this.#opts.follow === 'events' && opts.rpcAuth
+        ? new BitcoindFollower({
+            url: opts.rpc.url,
+            user: opts.rpcAuth.user,
+            password: opts.rpcAuth.password,
+            rpc: opts.rpc,
+            waitMs: this.#opts.longPollMs,
+            zmq: this.#opts.zmq,
+            retryMs: this.#opts.pollIntervalMs,
+            tip: () => this.index.tipHash,
+            sync: () => this.#syncAndNotify(),
+            onDegraded: () => this.#kickPoll(),
+            logger: this.#log,
+          })
+        : null;
     this.#ctx = {
       index: this.index,
       rpc: opts.rpc,
@@ -125,13 +166,16 @@ export class ElectrumServer {
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : this.#opts.port;
     this.#ctx.hosts = { [this.#opts.host]: { tcp_port: port, ssl_port: null } };
-    this.#schedulePoll();
+    this.follower?.start();
+    this.#kickPoll();
     return { host: this.#opts.host, port, indexMs, height: this.index.height };
   }
 
   async close(): Promise<void> {
     this.#closing = true;
     if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.follower?.stop();
     for (const s of this.#sessions) s.socket.destroy();
     await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
   }
@@ -140,12 +184,52 @@ export class ElectrumServer {
     return this.#sessions.size;
   }
 
-  #schedulePoll(): void {
-    if (this.#closing) return;
+  /**
+   * Runs the poll timer while something is not pushed: in 'events' mode an idle server has no timer at
+   * all (even a no-op tick every 100 ms costs ~0.4% of a core). Re-armed by the follower when it
+   * degrades and by a scripthash subscription (the mempool may need polling from then on).
+   */
+  #kickPoll(): void {
+    if (this.#closing || this.#timer || !this.#pollNeeded()) return;
     this.#timer = setTimeout(() => {
-      void this.#syncAndNotify().finally(() => this.#schedulePoll());
+      void this.#pollOnce().finally(() => {
+        this.#timer = null;
+        this.#kickPoll();
+      });
     }, this.#opts.pollIntervalMs);
     this.#timer.unref();
+  }
+
+  #pollNeeded(): boolean {
+    const f = this.follower;
+    if (!f?.blocksPushed) return true;
+    return !f.mempoolPushed && this.#hasScripthashSubscribers();
+  }
+
+  /** One poll tick: everything in 'poll' mode, else only what the follower does not push right now. */
+  async #pollOnce(): Promise<void> {
+    const f = this.follower;
+    if (!f?.blocksPushed) {
+      await this.#syncAndNotify();
+      return;
+    }
+    if (f.mempoolPushed || !this.#hasScripthashSubscribers()) return; // idle: no RPC at all
+    // One cheap RPC; the full snapshot (3+ RPCs) only when the mempool actually changed.
+    let seq: number;
+    try {
+      seq = (await this.#opts.rpc.call<{ mempool_sequence: number }>('getrawmempool', [false, true]))
+        .mempool_sequence;
+    } catch {
+      await this.#syncAndNotify(); // records the failure
+      return;
+    }
+    if (seq === this.#mempoolSeq) return;
+    if (await this.#syncAndNotify()) this.#mempoolSeq = seq;
+  }
+
+  #hasScripthashSubscribers(): boolean {
+    for (const s of this.#sessions) if (s.scripthashes.size > 0) return true;
+    return false;
   }
 
   /** Syncs the index and sends the notifications it calls for; false (and the reason kept) if it failed. */
@@ -348,6 +432,7 @@ export class ElectrumServer {
         throw new ElectrumError(ErrorCode.INVALID_PARAMS, `${method}: params must be an array or an object`);
       if (INDEX_METHODS.has(method)) await this.#ensureFresh(arrivedAt);
       const result = await handler(this.#ctx, session, params);
+      if (method === 'blockchain.scripthash.subscribe') this.#kickPoll();
       if (!hasId) return null;
       const json = result instanceof RawJson ? result.text : JSON.stringify(result ?? null);
       return reply(`"result":${json}`);

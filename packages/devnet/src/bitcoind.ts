@@ -41,8 +41,11 @@ export function bitcoindArgs(o: { datadir: string; rpcPort: number }): string[] 
     '-rpcbind=127.0.0.1',
     '-rpcallowip=127.0.0.1',
     `-rpcport=${o.rpcPort}`,
-    '-rpcthreads=8',
+    // Each Electrum server's `waitfornewblock` long-poll holds one RPC thread (up to 10 s after it closes).
+    '-rpcthreads=16',
     '-rpcworkqueue=256',
+    // Mempool/block events for the Electrum server (found via getzmqnotifications), so it need not poll.
+    `-zmqpubsequence=unix:${o.datadir}/zmq.sock`,
     // No P2P: a devnet node talks to nobody.
     '-listen=0',
     '-connect=0',
