@@ -9,7 +9,7 @@
 
 import { sha256 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { createBase58check } from '@scure/base';
+import { base58, createBase58check } from '@scure/base';
 import { getAddress, p2tr, TAPROOT_UNSPENDABLE_KEY, Transaction, utils } from '@scure/btc-signer';
 import {
   type BitcoinNetwork,
@@ -594,22 +594,9 @@ export function signHtlcApproval(
   return { psbt: Buffer.from(tx.toPSBT()).toString('base64') };
 }
 
-const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-
-/** Base58 (Bitcoin alphabet) of a byte string: how Solana writes addresses. */
+/** Base58 (Bitcoin alphabet, no checksum) of a byte string: how Solana writes addresses. `@scure/base`'s codec. */
 export function base58Encode(bytes: Uint8Array): string {
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  let out = '';
-  while (n > 0n) {
-    out = B58[Number(n % 58n)] + out;
-    n /= 58n;
-  }
-  for (const b of bytes) {
-    if (b !== 0) break;
-    out = `1${out}`;
-  }
-  return out;
+  return base58.encode(bytes);
 }
 
 function readCompactU16(bytes: Uint8Array, at: number): { value: number; size: number } {
