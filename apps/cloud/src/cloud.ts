@@ -122,6 +122,7 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     responseSnippetBytes: w.response_snippet_bytes,
     concurrency: w.concurrency,
     pollIntervalMs: w.poll_interval_ms,
+    signThreads: w.sign_threads,
     retentionMs: w.retention_days * 86_400_000,
     ...(w.extra_ca_file ? { extraCa: readFileSync(w.extra_ca_file, 'utf8') } : {}),
     logger: logger.child({ component: 'webhooks' }),

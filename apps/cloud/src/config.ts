@@ -117,6 +117,8 @@ export const ConfigSchema = Type.Object({
       concurrency: Type.Integer({ minimum: 1, maximum: 256, default: 16 }),
       /** How often the dispatcher looks for due retries (new events wake it at once). */
       poll_interval_ms: Ms(1_000, 10),
+      /** Worker threads that compute the RSA signatures (0: on the event loop). */
+      sign_threads: Type.Integer({ minimum: 0, maximum: 64, default: 1 }),
       /** Delivered events (and their attempt logs) older than this are deleted; abandoned ones are kept. */
       retention_days: Type.Integer({ minimum: 1, default: 30 }),
       /** Dev allowlist: destinations (CIDRs) allowed although private/loopback/link-local. */

@@ -99,11 +99,15 @@ it('receives STARTING and RUNNING from a real cloud and refuses forgeries', asyn
   expect(
     lines.filter((l) => l.nodeId === node.id).map((l) => (l.details as { status: string }).status),
   ).toEqual(['STARTING', 'RUNNING']);
-  const events = await cloud.db
-    .selectFrom('webhook_events')
-    .selectAll()
-    .where('node_id', '=', node.id)
-    .execute();
+  // A result is committed with the dispatcher's next group commit (≤ 20 ms after the answer).
+  const events = await until('both marked delivered', async () => {
+    const rows = await cloud.db
+      .selectFrom('webhook_events')
+      .selectAll()
+      .where('node_id', '=', node.id)
+      .execute();
+    return rows.length === 2 && rows.every((e) => e.state === 'delivered') ? rows : undefined;
+  });
   expect(events.every((e) => e.state === 'delivered')).toBe(true);
 
   const forged = events[0]!.body.replace('STARTING', 'FAILED');

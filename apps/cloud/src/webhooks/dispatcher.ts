@@ -3,19 +3,25 @@
  * order per node (only the oldest pending event of a node is ever eligible, and it is leased
  * while in flight), with up to `concurrency` nodes served at once. Every attempt is logged before
  * it is sent, so an attempt interrupted by a crash shows up as `interrupted` and is retried.
+ * Database work is batched (`pump`): one commit holds the results of the deliveries finished
+ * since the last one and the lease of the next due events; signatures are computed in worker
+ * threads (sign-pool.ts).
  */
-import { sign } from 'node:crypto';
 import type { Logger } from '@rgbx/service-kit';
-import { sql } from 'kysely';
-import type { AttemptOutcome, CloudDb } from '../db/schema.ts';
+import { PostgresAdapter, sql, type Updateable } from 'kysely';
+import type { AttemptOutcome, CloudDb, WebhookAttemptsTable, WebhookEventsTable } from '../db/schema.ts';
 import { num } from '../db/schema.ts';
 import { DeliveryTimeoutError, type PostResult, WebhookHttpClient } from './http-post.ts';
 import type { Signer, SignerCache } from './keys.ts';
 import { pruneDelivered } from './outbox.ts';
 import { givenUp, parseRetryAfter, type RetryPolicy, retryDelay } from './schedule.ts';
+import { SignPool, signInline } from './sign-pool.ts';
 import { type AddressPolicy, BlockedDestinationError, type Resolver, systemResolver } from './ssrf.ts';
 
 export const USER_AGENT = 'rgbx-cloud-webhooks/0.1';
+
+/** Longest a finished delivery's result waits for others to share its commit. */
+export const RESULT_WAIT_MS = 20;
 
 export interface DispatcherOptions {
   db: CloudDb;
@@ -28,6 +34,8 @@ export interface DispatcherOptions {
   responseSnippetBytes: number;
   concurrency: number;
   pollIntervalMs: number;
+  /** Worker threads that sign (0: sign on the event loop); default 1. */
+  signThreads?: number;
   /** Delivered events older than this many ms are pruned (hourly). */
   retentionMs?: number;
   extraCa?: string;
@@ -60,10 +68,14 @@ export class Dispatcher {
   private woken = false;
 
   private readonly o: DispatcherOptions;
+  private readonly signPool: SignPool;
+  private readonly postgres: boolean;
 
   constructor(o: DispatcherOptions) {
     this.o = o;
     this.client = new WebhookHttpClient(o.policy, o.resolver ?? systemResolver, o.extraCa);
+    this.signPool = new SignPool(o.signThreads ?? 1);
+    this.postgres = o.db.getExecutor().adapter instanceof PostgresAdapter;
   }
 
   private get leaseMs(): number {
@@ -90,6 +102,7 @@ export class Dispatcher {
     await this.loopDone;
     await Promise.allSettled([...this.inflight.values()]);
     this.client.close();
+    await this.signPool.close();
   }
 
   private lastPrune = 0;
@@ -104,28 +117,17 @@ export class Dispatcher {
   }
 
   private async loop(): Promise<void> {
-    while (this.running) {
+    // After `stop()` the loop keeps committing the results of deliveries still in flight.
+    while (this.running || this.inflight.size > 0) {
       this.woken = false;
-      await this.prune().catch((err: unknown) => this.o.logger.error({ err }, 'webhook prune failed'));
+      if (this.running)
+        await this.prune().catch((err: unknown) => this.o.logger.error({ err }, 'webhook prune failed'));
       try {
-        const free = this.o.concurrency - this.inflight.size;
-        if (free > 0) {
-          for (const c of await this.claim(free)) {
-            const p = this.deliver(c)
-              .catch((err: unknown) =>
-                this.o.logger.error({ err, eventId: c.eventId }, 'webhook delivery bookkeeping failed'),
-              )
-              .finally(() => {
-                this.inflight.delete(c.seq);
-                this.wake();
-              });
-            this.inflight.set(c.seq, p);
-          }
-        }
+        await this.pump(this.running);
       } catch (err) {
-        if (this.running) this.o.logger.error({ err }, 'webhook dispatcher: claim failed');
+        this.o.logger.error({ err }, 'webhook dispatcher: claim failed');
       }
-      if (!this.running) break;
+      if (!this.running && this.inflight.size === 0) break;
       if (this.woken) continue;
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, this.o.pollIntervalMs);
@@ -138,15 +140,95 @@ export class Dispatcher {
     }
   }
 
-  /** Leases up to `max` due events, each the oldest pending event of its node. */
-  private async claim(max: number): Promise<Claimed[]> {
+  /**
+   * One transaction (one commit): the results of the deliveries finished since the last pump, then
+   * the lease of up to `free` due events with their attempts logged as in flight. A node whose
+   * event was just delivered has its next event claimed in the same commit. Each claimed event is
+   * sent only after this commit (an attempt is always logged before it is sent). If the
+   * transaction fails, each result is retried alone, so one bad result does not hold up the others.
+   */
+  private async pump(claim: boolean): Promise<void> {
+    clearTimeout(this.resultTimer);
+    this.resultTimer = undefined;
+    const batch = this.results.splice(0);
+    // Slots of the deliveries whose results commit here are free once it commits.
+    const free = claim ? this.o.concurrency - (this.inflight.size - batch.length) : 0;
+    if (batch.length === 0 && free <= 0) return;
+    let signer: Signer | undefined;
+    if (free > 0) {
+      try {
+        signer = await this.o.signer.current();
+      } catch (err) {
+        // The results are committed all the same; claiming waits for a readable key.
+        this.o.logger.error({ err }, 'webhook dispatcher: no signing key; not claiming');
+      }
+    }
+    let claimed: Claimed[] = [];
+    try {
+      claimed = await this.o.db.transaction().execute(async (tx) => {
+        await applyResults(tx, batch);
+        return signer ? this.claimIn(tx, free, signer) : [];
+      });
+    } catch (err) {
+      if (batch.length === 0) throw err;
+      for (const r of batch) {
+        try {
+          await this.o.db.transaction().execute((tx) => applyResults(tx, [r]));
+          r.done();
+        } catch (e) {
+          r.done(e);
+        }
+      }
+      throw err;
+    }
+    for (const r of batch) r.done();
+    if (claimed.length === 0 || !signer) return;
+    const signatures = this.signPool.signMany(
+      signer,
+      claimed.map((c) => c.body),
+    );
+    for (const [i, c] of claimed.entries()) this.launch(c, signatures[i]!);
+  }
+
+  private launch(c: Claimed, signature: Promise<string>): void {
+    const p = this.deliver(c, signature)
+      .catch((err: unknown) =>
+        this.o.logger.error({ err, eventId: c.eventId }, 'webhook delivery bookkeeping failed'),
+      )
+      .finally(() => {
+        this.inflight.delete(c.seq);
+        // The pump that committed this result already claimed into the freed slot; a failed
+        // result leaves it to the next pump. Stopping, the loop waits for the last one.
+        if (!this.running) this.wake();
+      });
+    this.inflight.set(c.seq, p);
+  }
+
+  /**
+   * Leases up to `max` due events, each the oldest pending event of its node, in one statement:
+   * `update … where seq in (select … order by seq limit max)` — on PostgreSQL the candidates are
+   * locked `for update skip locked`, so two dispatchers never lease one event, and a claim never
+   * waits on a row a settings change holds (that change holds its node row; waiting on it from
+   * here would invert the lock order). On SQLite the statement is the write that opens the
+   * transaction, so no other writer slips in between reading the candidates and leasing them.
+   */
+  private async claimIn(tx: Tx, max: number, signer: Signer): Promise<Claimed[]> {
     const now = Date.now();
-    const busyNodes = new Set<string>();
-    const rows = await this.o.db
+    const mine = [...this.inflight.keys()];
+    let candidates = tx
       .selectFrom('webhook_events as e')
-      .select(['e.seq', 'e.node_id'])
+      .select('e.seq')
       .where('e.state', '=', 'pending')
-      .where('e.next_attempt_at', '<=', now)
+      // SQLite (no statistics) would otherwise range-scan `state_due` and sort every pending event
+      // on each claim (~2 ms with a 2,000-event backlog); `+x` is not indexable, so it walks
+      // `webhook_events_state_seq` in order and stops after `max` hits.
+      .where((eb) =>
+        eb(
+          this.postgres ? eb.ref('e.next_attempt_at') : sql<number>`+${sql.ref('e.next_attempt_at')}`,
+          '<=',
+          now,
+        ),
+      )
       .where((eb) => eb.or([eb('e.lease_until', 'is', null), eb('e.lease_until', '<', now)]))
       .where(({ not, exists, selectFrom }) =>
         not(
@@ -160,123 +242,119 @@ export class Dispatcher {
         ),
       )
       .orderBy('e.seq')
-      .limit(max + this.inflight.size)
+      .limit(max);
+    // Our own deliveries are leased; this only matters if one outlived its lease.
+    if (mine.length > 0) candidates = candidates.where('e.seq', 'not in', mine);
+    if (this.postgres) candidates = candidates.forUpdate().skipLocked();
+    const rows = await tx
+      .updateTable('webhook_events')
+      .set((eb) => ({
+        lease_until: now + this.leaseMs,
+        attempts: eb('attempts', '+', 1),
+        first_attempt_at: eb.fn.coalesce('first_attempt_at', sql.lit(now)),
+      }))
+      .where('seq', 'in', candidates)
+      .where('state', '=', 'pending')
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      .returning(['seq', 'event_id', 'node_id', 'url', 'body', 'event_type', 'attempts', 'first_attempt_at'])
       .execute();
     if (rows.length === 0) return [];
-    const signer = await this.o.signer.current();
-    // One transaction (one commit) leases the whole batch and logs its attempts as in flight.
-    return this.o.db.transaction().execute(async (tx) => {
-      const out: Claimed[] = [];
-      for (const r of rows) {
-        if (out.length >= max) break;
-        const seq = num(r.seq);
-        if (this.inflight.has(seq) || busyNodes.has(r.node_id)) continue;
-        const u = await tx
-          .updateTable('webhook_events')
-          .set((eb) => ({
-            lease_until: now + this.leaseMs,
-            attempts: eb('attempts', '+', 1),
-            first_attempt_at: eb.fn.coalesce('first_attempt_at', sql.lit(now)),
-          }))
-          .where('seq', '=', seq)
-          .where('state', '=', 'pending')
-          .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-          .executeTakeFirst();
-        if (Number(u.numUpdatedRows) !== 1) continue;
-        // An attempt still "in flight" here belonged to a process that died mid-delivery.
-        await tx
-          .updateTable('webhook_attempts')
-          .set({
-            outcome: 'interrupted',
-            finished_at: now,
-            error: 'the delivering process stopped before an answer',
-          })
-          .where('event_seq', '=', seq)
-          .where('outcome', '=', 'in_flight')
-          .execute();
-        const e = await tx
-          .selectFrom('webhook_events')
-          .selectAll()
-          .where('seq', '=', seq)
-          .executeTakeFirstOrThrow();
-        const a = await tx
-          .insertInto('webhook_attempts')
-          .values({
-            event_seq: seq,
-            attempt: e.attempts,
-            key_id: signer.keyId,
-            started_at: now,
-            finished_at: null,
-            duration_ms: null,
-            outcome: 'in_flight',
-            status_code: null,
-            error: null,
-            response_snippet: null,
-          })
-          .returning('id')
-          .executeTakeFirstOrThrow();
-        busyNodes.add(r.node_id);
-        out.push({
-          seq,
-          eventId: e.event_id,
-          nodeId: e.node_id,
-          url: e.url,
-          body: e.body,
-          eventType: e.event_type,
+    rows.sort((a, b) => num(a.seq) - num(b.seq));
+    // An attempt still "in flight" here belonged to a process that died mid-delivery (only an
+    // event attempted before can have one).
+    const again = rows.filter((r) => r.attempts > 1).map((r) => r.seq);
+    if (again.length > 0)
+      await tx
+        .updateTable('webhook_attempts')
+        .set({
+          outcome: 'interrupted',
+          finished_at: now,
+          error: 'the delivering process stopped before an answer',
+        })
+        .where('event_seq', 'in', again)
+        .where('outcome', '=', 'in_flight')
+        .execute();
+    const ids = await tx
+      .insertInto('webhook_attempts')
+      .values(
+        rows.map((e) => ({
+          event_seq: e.seq,
           attempt: e.attempts,
-          firstAttemptAt: num(e.first_attempt_at ?? now),
-          attemptId: a.id,
-          signer,
-        });
-      }
-      return out;
+          key_id: signer.keyId,
+          started_at: now,
+          finished_at: null,
+          duration_ms: null,
+          outcome: 'in_flight' as const,
+          status_code: null,
+          error: null,
+          response_snippet: null,
+        })),
+      )
+      .returning(['id', 'event_seq'])
+      .execute();
+    const idOf = new Map(ids.map((a) => [num(a.event_seq), a.id]));
+    return rows.map((e) => {
+      const seq = num(e.seq);
+      const attemptId = idOf.get(seq);
+      if (attemptId === undefined) throw new Error(`webhook event ${seq}: attempt not logged`);
+      return {
+        seq,
+        eventId: e.event_id,
+        nodeId: e.node_id,
+        url: e.url,
+        body: e.body,
+        eventType: e.event_type,
+        attempt: e.attempts,
+        firstAttemptAt: num(e.first_attempt_at ?? now),
+        attemptId,
+        signer,
+      };
     });
   }
+
+  /** Finished deliveries waiting for the next pump to commit their results. */
+  private readonly results: Result[] = [];
+
+  private commit(r: Omit<Result, 'done'>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.results.push({ ...r, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      this.resultReady();
+    });
+  }
+
+  private resultTimer: NodeJS.Timeout | undefined;
 
   /**
-   * Group commit: results of deliveries that finish together are written in one transaction
-   * (SQLite pays one fsync per commit). A failing batch is retried entry by entry.
+   * Group commit: a result alone does not start a pump. The pump runs once results fill half of
+   * the `concurrency` slots, or RESULT_WAIT_MS after the first waiting result, or at once
+   * on a new event (`wake`), which then commits the waiting results with its claim. SQLite's
+   * commit (an fsync with `synchronous = FULL`, several ms on a busy disk) blocks the event loop:
+   * one commit per delivery was the throughput limit, and a commit per result at a steady rate
+   * the latency tail. A waiting result delays only the next event of its own node, never the
+   * receipt of this one.
    */
-  private readonly results: { apply: (tx: Tx) => Promise<void>; done: (err?: unknown) => void }[] = [];
-  private flushing = false;
-
-  private commit(apply: (tx: Tx) => Promise<void>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.results.push({ apply, done: (err) => (err === undefined ? resolve() : reject(err)) });
-      if (!this.flushing) void this.flush();
-    });
-  }
-
-  private async flush(): Promise<void> {
-    this.flushing = true;
-    try {
-      while (this.results.length > 0) {
-        const batch = this.results.splice(0);
-        try {
-          await this.o.db.transaction().execute(async (tx) => {
-            for (const b of batch) await b.apply(tx);
-          });
-          for (const b of batch) b.done();
-        } catch {
-          for (const b of batch) {
-            try {
-              await this.o.db.transaction().execute((tx) => b.apply(tx));
-              b.done();
-            } catch (err) {
-              b.done(err);
-            }
-          }
-        }
-      }
-    } finally {
-      this.flushing = false;
+  private resultReady(): void {
+    if (!this.running || this.results.length * 2 >= this.o.concurrency) {
+      this.wake();
+      return;
     }
+    this.resultTimer ??= setTimeout(() => {
+      this.resultTimer = undefined;
+      this.wake();
+    }, RESULT_WAIT_MS);
   }
 
-  private async deliver(c: Claimed): Promise<void> {
+  private async deliver(c: Claimed, signing: Promise<string>): Promise<void> {
     const signer = c.signer;
     const bytes = Buffer.from(c.body, 'utf8');
-    const signature = sign('sha256', bytes, signer.privateKey).toString('base64');
+    let signature: string;
+    try {
+      signature = await signing;
+    } catch (err) {
+      // A failed signing thread: sign here instead (the pool replaces the thread).
+      this.o.logger.warn({ err }, 'webhook signing thread failed; signing inline');
+      signature = signInline(signer, bytes);
+    }
     const started = Date.now();
     const headers = {
       'content-type': 'application/json; charset=utf-8',
@@ -324,51 +402,28 @@ export class Dispatcher {
         if (ra !== undefined) next = Math.max(next, now + Math.min(ra, cap));
       }
     }
-    await this.commit(async (tx) => {
-      // Lock order: the node row BEFORE its event row, as `changeNode` does (it locks the node,
-      // then re-targets the node's pending events on a settings change). The other way round, a
-      // delivery committing during a settings change deadlocks on PostgreSQL and one of the two
-      // is aborted (the API answered 500). On success the row is only touched (locked) when it
-      // was marked failing.
-      if (success) {
-        await tx
-          .updateTable('nodes')
-          .set({ webhook_failing_since: null })
-          .where('id', '=', c.nodeId)
-          .where('webhook_failing_since', 'is not', null)
-          .execute();
-      } else if (abandon) {
-        await tx
-          .updateTable('nodes')
-          .set({ webhook_failing_since: now })
-          .where('id', '=', c.nodeId)
-          .where('webhook_failing_since', 'is', null)
-          .execute();
-      }
-      await tx
-        .updateTable('webhook_attempts')
-        .set({
-          finished_at: now,
-          duration_ms: now - started,
-          outcome,
-          status_code: result?.statusCode ?? null,
-          error,
-          response_snippet: result?.snippet ?? null,
-        })
-        .where('id', '=', c.attemptId)
-        .execute();
-      await tx
-        .updateTable('webhook_events')
-        .set({
-          state: success ? 'delivered' : abandon ? 'abandoned' : 'pending',
-          lease_until: null,
-          next_attempt_at: next,
-          delivered_at: success ? now : null,
-          last_error: error,
-          last_status_code: result?.statusCode ?? null,
-        })
-        .where('seq', '=', c.seq)
-        .execute();
+    await this.commit({
+      seq: c.seq,
+      nodeId: c.nodeId,
+      attemptId: c.attemptId,
+      node: success ? 'clear_failing' : abandon ? 'mark_failing' : null,
+      at: now,
+      attempt: {
+        finished_at: now,
+        duration_ms: now - started,
+        outcome,
+        status_code: result?.statusCode ?? null,
+        error,
+        response_snippet: result?.snippet ?? null,
+      },
+      event: {
+        state: success ? 'delivered' : abandon ? 'abandoned' : 'pending',
+        lease_until: null,
+        next_attempt_at: next,
+        delivered_at: success ? now : null,
+        last_error: error,
+        last_status_code: result?.statusCode ?? null,
+      },
     });
     if (abandon)
       this.o.logger.warn(
@@ -377,4 +432,95 @@ export class Dispatcher {
       );
     this.o.onAttempt?.({ eventId: c.eventId, nodeId: c.nodeId, attempt: c.attempt, outcome });
   }
+}
+
+/** A finished delivery's bookkeeping, committed by the next pump. */
+interface Result {
+  seq: number;
+  nodeId: string;
+  attemptId: number | string;
+  /** Success clears the node's failing mark, giving up sets it. */
+  node: 'clear_failing' | 'mark_failing' | null;
+  at: number;
+  attempt: Updateable<WebhookAttemptsTable>;
+  event: Updateable<WebhookEventsTable>;
+  done: (err?: unknown) => void;
+}
+
+/** `case <key> when k1 then v1 … end`, each value cast to `type` (PostgreSQL types the parameters). */
+function caseOf(
+  key: string,
+  rows: readonly Result[],
+  keyOf: (r: Result) => unknown,
+  pick: (r: Result) => unknown,
+  type: 'bigint' | 'integer' | 'text',
+) {
+  const t = sql.raw(type);
+  return sql<never>`case ${sql.ref(key)} ${sql.join(
+    rows.map((r) => sql`when ${keyOf(r)} then cast(${pick(r)} as ${t})`),
+    sql` `,
+  )} end`;
+}
+
+/**
+ * Writes results inside `tx`: a handful of statements for the whole batch (each statement costs
+ * a prepare and, on PostgreSQL, a round trip). Lock order: node rows BEFORE event rows, as
+ * `changeNode` does (it locks the node, then re-targets the node's pending events on a settings
+ * change). The other way round, a delivery committing during a settings change deadlocks on
+ * PostgreSQL and one of the two is aborted (the API answered 500). So the node rows of the batch
+ * are written first, then the attempts and events (the batch's events are leased by this
+ * dispatcher; its nodes are not another batch's, as a node has one event in flight at a time).
+ * On success the node row is only touched (locked) when it was marked failing.
+ */
+async function applyResults(tx: Tx, batch: readonly Result[]): Promise<void> {
+  if (batch.length === 0) return;
+  const clear = batch.filter((r) => r.node === 'clear_failing').map((r) => r.nodeId);
+  if (clear.length > 0)
+    await tx
+      .updateTable('nodes')
+      .set({ webhook_failing_since: null })
+      .where('id', 'in', clear.sort())
+      .where('webhook_failing_since', 'is not', null)
+      .execute();
+  for (const r of batch.filter((x) => x.node === 'mark_failing'))
+    await tx
+      .updateTable('nodes')
+      .set({ webhook_failing_since: r.at })
+      .where('id', '=', r.nodeId)
+      .where('webhook_failing_since', 'is', null)
+      .execute();
+  const byAttempt = (r: Result) => r.attemptId;
+  await tx
+    .updateTable('webhook_attempts')
+    .set({
+      finished_at: caseOf('id', batch, byAttempt, (r) => r.attempt.finished_at, 'bigint'),
+      duration_ms: caseOf('id', batch, byAttempt, (r) => r.attempt.duration_ms, 'integer'),
+      outcome: caseOf('id', batch, byAttempt, (r) => r.attempt.outcome, 'text'),
+      status_code: caseOf('id', batch, byAttempt, (r) => r.attempt.status_code, 'integer'),
+      error: caseOf('id', batch, byAttempt, (r) => r.attempt.error, 'text'),
+      response_snippet: caseOf('id', batch, byAttempt, (r) => r.attempt.response_snippet, 'text'),
+    })
+    .where(
+      'id',
+      'in',
+      batch.map((r) => r.attemptId),
+    )
+    .execute();
+  const bySeq = (r: Result) => r.seq;
+  await tx
+    .updateTable('webhook_events')
+    .set({
+      state: caseOf('seq', batch, bySeq, (r) => r.event.state, 'text'),
+      lease_until: null,
+      next_attempt_at: caseOf('seq', batch, bySeq, (r) => r.event.next_attempt_at, 'bigint'),
+      delivered_at: caseOf('seq', batch, bySeq, (r) => r.event.delivered_at, 'bigint'),
+      last_error: caseOf('seq', batch, bySeq, (r) => r.event.last_error, 'text'),
+      last_status_code: caseOf('seq', batch, bySeq, (r) => r.event.last_status_code, 'integer'),
+    })
+    .where(
+      'seq',
+      'in',
+      batch.map((r) => r.seq),
+    )
+    .execute();
 }

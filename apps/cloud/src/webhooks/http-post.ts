@@ -5,7 +5,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { rootCertificates } from 'node:tls';
+import { createSecureContext, rootCertificates } from 'node:tls';
 import {
   type AddressPolicy,
   BlockedDestinationError,
@@ -44,10 +44,13 @@ export class WebhookHttpClient {
   constructor(policy: AddressPolicy, resolver: Resolver, extraCa?: string) {
     this.policy = policy;
     this.resolver = resolver;
+    // Connections are kept alive and reused per destination. An extra CA goes in through one
+    // secure context built here: given as `ca`, the agent would concatenate every root
+    // certificate into its connection-pool key on each request and build a context per connection.
     this.https = new HttpsAgent({
       keepAlive: true,
       maxSockets: 64,
-      ...(extraCa ? { ca: [...rootCertificates, extraCa] } : {}),
+      ...(extraCa ? { secureContext: createSecureContext({ ca: [...rootCertificates, extraCa] }) } : {}),
     });
     this.http = new HttpAgent({ keepAlive: true, maxSockets: 64 });
   }
