@@ -17,9 +17,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildHtlc, buildHtlcClaimTx } from '@rgbx/chains/btc';
 import { uuidToBytes32 } from '@rgbx/chains/evm';
-import { escrowClaim } from '@rgbx/devnet/evm-devnode';
 import { tronAddressToEvm } from '@rgbx/chains/tron';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
+import { escrowClaim } from '@rgbx/devnet/evm-devnode';
 import {
   affiliatePermit2TypedData,
   type IntentCreated,

@@ -7,6 +7,7 @@
  * addresses in Tron base58 form.
  */
 import { createHash } from 'node:crypto';
+import { tronAddressFromHex, tronAddressToEvm } from '@rgbx/chains/tron';
 import {
   deploySwapContracts,
   deployTestToken,
@@ -16,7 +17,6 @@ import {
   TEST_TOKEN,
 } from '@rgbx/devnet/evm-devnode';
 import { type SolanaDevnode, startSolanaDevnode } from '@rgbx/devnet/sol-devnode';
-import { tronAddressFromHex, tronAddressToEvm } from '@rgbx/chains/tron';
 import { base58 } from '@scure/base';
 import {
   AccountRole,
