@@ -5,7 +5,8 @@
  * does not open. `keyId` is the first 4 bytes of SHA-256("rgbx-swap-preimage-key" || key): opening
  * with the wrong key fails with a clear message instead of an authentication error.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { SealedBox, SealedBoxError } from '@rgbx/service-kit';
 
 export class PreimageVaultError extends Error {
   override readonly name = 'PreimageVaultError';
@@ -17,18 +18,15 @@ export interface NewSecret {
   secretHash: string;
 }
 
+/** The preimages' vault: the service kit's `SealedBox` in this format, with the swap's messages. */
 export class PreimageVault {
-  readonly #key: Buffer;
+  readonly #box: SealedBox;
   readonly keyId: string;
 
   constructor(key: Uint8Array) {
     if (key.length !== 32) throw new PreimageVaultError(`preimage key must be 32 bytes, got ${key.length}`);
-    this.#key = Buffer.from(key);
-    this.keyId = createHash('sha256')
-      .update('rgbx-swap-preimage-key')
-      .update(this.#key)
-      .digest('hex')
-      .slice(0, 8);
+    this.#box = new SealedBox(key, { domain: 'rgbx-swap-preimage-key', prefix: 'v1', encoding: 'hex' });
+    this.keyId = this.#box.keyId;
   }
 
   /** A fresh preimage and its SHA-256 hash lock. */
@@ -38,33 +36,19 @@ export class PreimageVault {
   }
 
   seal(preimage: Uint8Array, intentId: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
-    cipher.setAAD(Buffer.from(intentId, 'utf8'));
-    const ct = Buffer.concat([cipher.update(preimage), cipher.final()]);
-    return [
-      'v1',
-      this.keyId,
-      iv.toString('hex'),
-      ct.toString('hex'),
-      cipher.getAuthTag().toString('hex'),
-    ].join('.');
+    return this.#box.seal(preimage, intentId);
   }
 
   open(sealed: string, intentId: string): Buffer {
-    const parts = sealed.split('.');
-    if (parts.length !== 5 || parts[0] !== 'v1')
-      throw new PreimageVaultError('unknown sealed preimage format');
-    const [, keyId, ivHex, ctHex, tagHex] = parts as [string, string, string, string, string];
-    if (keyId !== this.keyId) {
-      throw new PreimageVaultError(`preimage sealed with key ${keyId}, configured key is ${this.keyId}`);
-    }
     try {
-      const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(ivHex, 'hex'));
-      decipher.setAAD(Buffer.from(intentId, 'utf8'));
-      decipher.setAuthTag(Buffer.from(tagHex, 'hex'));
-      return Buffer.concat([decipher.update(Buffer.from(ctHex, 'hex')), decipher.final()]);
+      return this.#box.open(sealed, intentId);
     } catch (err) {
+      if (!(err instanceof SealedBoxError)) throw err;
+      if (err.reason === 'format') throw new PreimageVaultError('unknown sealed preimage format');
+      if (err.reason === 'wrong_key')
+        throw new PreimageVaultError(
+          `preimage sealed with key ${err.sealedKeyId}, configured key is ${this.keyId}`,
+        );
       throw new PreimageVaultError('sealed preimage failed authentication', { cause: err });
     }
   }

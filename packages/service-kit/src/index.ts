@@ -54,6 +54,7 @@ export {
 export { type CreateLoggerOptions, createLogger, type Logger, REDACT_PATHS } from './logger.ts';
 export { freePort, isListening, waitFor } from './ports.ts';
 export { installJsonParser } from './raw-body.ts';
+export { SealedBox, SealedBoxError, type SealedBoxFailure, type SealedBoxOptions } from './sealed-box.ts';
 export {
   type CreateServerOptions,
   createServer,

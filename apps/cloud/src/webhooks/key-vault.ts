@@ -6,7 +6,7 @@
  * `keyId` (8 hex) is the start of SHA-256("rgbx-cloud-signing-key-encryption" || key): opening with
  * another key fails with a message naming both ids instead of a bare authentication error.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { SealedBox, SealedBoxError } from '@rgbx/service-kit';
 
 export const SEALED_PREFIX = 'rgbxc-sk1';
 
@@ -14,19 +14,20 @@ export class KeyVaultError extends Error {
   override readonly name = 'KeyVaultError';
 }
 
+/** The signing keys' vault: the service kit's `SealedBox` in this format, with the cloud's messages. */
 export class SigningKeyVault {
-  readonly #key: Buffer;
+  readonly #box: SealedBox;
   /** Identifies the encryption key (not secret); stored in every sealed value. */
   readonly keyId: string;
 
   constructor(key: Uint8Array) {
     if (key.length !== 32) throw new KeyVaultError(`the encryption key must be 32 bytes, got ${key.length}`);
-    this.#key = Buffer.from(key);
-    this.keyId = createHash('sha256')
-      .update('rgbx-cloud-signing-key-encryption')
-      .update(this.#key)
-      .digest('hex')
-      .slice(0, 8);
+    this.#box = new SealedBox(key, {
+      domain: 'rgbx-cloud-signing-key-encryption',
+      prefix: SEALED_PREFIX,
+      encoding: 'base64url',
+    });
+    this.keyId = this.#box.keyId;
   }
 
   static isSealed(value: string): boolean {
@@ -34,36 +35,20 @@ export class SigningKeyVault {
   }
 
   seal(privatePem: string, kid: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
-    cipher.setAAD(Buffer.from(kid, 'utf8'));
-    const ct = Buffer.concat([cipher.update(privatePem, 'utf8'), cipher.final()]);
-    return [SEALED_PREFIX, this.keyId, iv, ct, cipher.getAuthTag()]
-      .map((p) => (typeof p === 'string' ? p : p.toString('base64url')))
-      .join('.');
+    return this.#box.seal(privatePem, kid);
   }
 
   /** The PKCS#8 PEM sealed for signing key `kid`. */
   open(sealed: string, kid: string): string {
-    const parts = sealed.split('.');
-    if (parts.length !== 5 || parts[0] !== SEALED_PREFIX)
-      throw new KeyVaultError(`signing key ${kid}: not a sealed private key`);
-    const [, keyId, iv, ct, tag] = parts as [string, string, string, string, string];
-    if (keyId !== this.keyId) {
-      throw new KeyVaultError(
-        `signing key ${kid} is encrypted with encryption key ${keyId}, but the configured encryption key is ${this.keyId}`,
-      );
-    }
     try {
-      const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'), {
-        authTagLength: 16,
-      });
-      decipher.setAAD(Buffer.from(kid, 'utf8'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString(
-        'utf8',
-      );
+      return this.#box.open(sealed, kid).toString('utf8');
     } catch (err) {
+      if (!(err instanceof SealedBoxError)) throw err;
+      if (err.reason === 'format') throw new KeyVaultError(`signing key ${kid}: not a sealed private key`);
+      if (err.reason === 'wrong_key')
+        throw new KeyVaultError(
+          `signing key ${kid} is encrypted with encryption key ${err.sealedKeyId}, but the configured encryption key is ${this.keyId}`,
+        );
       throw new KeyVaultError(`signing key ${kid}: sealed private key failed authentication`, { cause: err });
     }
   }
