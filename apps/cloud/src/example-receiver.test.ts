@@ -108,6 +108,7 @@ it('receives STARTING and RUNNING from a real cloud and refuses forgeries', asyn
       .execute();
     return rows.length === 2 && rows.every((e) => e.state === 'delivered') ? rows : undefined;
   });
+  if (!events) throw new Error('until() resolves only with a truthy value');
   expect(events.every((e) => e.state === 'delivered')).toBe(true);
 
   const forged = events[0]!.body.replace('STARTING', 'FAILED');
