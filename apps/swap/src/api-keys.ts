@@ -8,12 +8,19 @@
  *
  * Resolvers authenticate the same way with a key whose SHA-256 is in the configuration.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  DUMMY_DIGEST,
+  digestsEqual,
+  mintToken,
+  parseToken,
+  sha256,
+  type TokenScheme,
+} from '@rgbx/service-kit';
 import type { SwapDb } from './database.ts';
 import { ms } from './database.ts';
 
-const KEY_FORMAT = /^rgbx_swap_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
-const DUMMY_HASH = Buffer.alloc(32);
+/** `rgbx_swap_<12 hex>_<43 base64url>`; the stored digest is SHA-256 of the whole key. */
+const KEY_SCHEME: TokenScheme = { prefix: 'rgbx_swap_', idBytes: 6 };
 
 export interface ApiKeyInfo {
   id: string;
@@ -27,19 +34,11 @@ export interface CreatedApiKey extends ApiKeyInfo {
   key: string;
 }
 
-export function sha256(data: string | Uint8Array): Buffer {
-  return createHash('sha256').update(data).digest();
-}
-
-/** Constant-time equality of two 32-byte digests (false for any other length). */
-export function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== 32 || b.length !== 32) return false;
-  return timingSafeEqual(a, b);
-}
+// The digest helpers are the service kit's (shared with the cloud's tokens); re-exported for this app's callers.
+export { digestsEqual, sha256 };
 
 export async function createApiKey(db: SwapDb, name: string, now = Date.now()): Promise<CreatedApiKey> {
-  const id = randomBytes(6).toString('hex');
-  const key = `rgbx_swap_${id}_${randomBytes(32).toString('base64url')}`;
+  const { id, token: key } = mintToken(KEY_SCHEME);
   await db
     .insertInto('api_keys')
     .values({ id, name, key_hash: sha256(key).toString('hex'), created_at: now, revoked_at: null })
@@ -80,18 +79,18 @@ export async function authenticateApiKey(
   presented: string | undefined,
 ): Promise<string | undefined> {
   if (typeof presented !== 'string' || presented.length > 128) return undefined;
-  const m = KEY_FORMAT.exec(presented);
+  const m = parseToken(KEY_SCHEME, presented);
   const digest = sha256(presented);
   if (!m) {
-    digestsEqual(digest, DUMMY_HASH);
+    digestsEqual(digest, DUMMY_DIGEST);
     return undefined;
   }
   const row = await db
     .selectFrom('api_keys')
     .select(['id', 'key_hash', 'revoked_at'])
-    .where('id', '=', m[1]!)
+    .where('id', '=', m.id)
     .executeTakeFirst();
-  const stored = row ? Buffer.from(row.key_hash, 'hex') : DUMMY_HASH;
+  const stored = row ? Buffer.from(row.key_hash, 'hex') : DUMMY_DIGEST;
   const ok = digestsEqual(digest, stored);
   return ok && row && row.revoked_at === null ? row.id : undefined;
 }

@@ -65,3 +65,4 @@ export {
   type SwaggerOptions,
   sendEnvelope,
 } from './server.ts';
+export { DUMMY_DIGEST, digestsEqual, mintToken, parseToken, sha256, type TokenScheme } from './tokens.ts';

@@ -3,11 +3,20 @@
  * looked up by its id and its secret hash compared with `timingSafeEqual`. Each token belongs to
  * one account, and every API call is scoped to that account.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import {
+  DUMMY_DIGEST,
+  digestsEqual,
+  mintToken,
+  parseToken,
+  sha256,
+  type TokenScheme,
+} from '@rgbx/service-kit';
 import type { CloudDb } from '../db/schema.ts';
 import { num } from '../db/schema.ts';
 
-const TOKEN = /^rgbxc_([a-f0-9]{16})_([A-Za-z0-9_-]{43})$/;
+/** `rgbxc_<16 hex>_<43 base64url>`; the stored digest is SHA-256 of the secret part. */
+const TOKEN_SCHEME: TokenScheme = { prefix: 'rgbxc_', idBytes: 8 };
 
 export interface TokenInfo {
   id: string;
@@ -22,10 +31,6 @@ export interface TokenInfo {
 export interface Principal {
   accountId: string;
   tokenId: string;
-}
-
-function hashSecret(secret: string): Buffer {
-  return createHash('sha256').update(secret, 'utf8').digest();
 }
 
 /** Finds or creates the account named `name`; returns its id. */
@@ -50,22 +55,21 @@ export async function createToken(
   now = Date.now(),
 ): Promise<{ token: string; info: TokenInfo }> {
   const accountId = await ensureAccount(db, account, now);
-  const id = randomBytes(8).toString('hex');
-  const secret = randomBytes(32).toString('base64url');
+  const { id, secret, token } = mintToken(TOKEN_SCHEME);
   await db
     .insertInto('api_tokens')
     .values({
       id,
       account_id: accountId,
       name,
-      secret_hash: hashSecret(secret).toString('hex'),
+      secret_hash: sha256(secret).toString('hex'),
       created_at: now,
       last_used_at: null,
       revoked_at: null,
     })
     .execute();
   return {
-    token: `rgbxc_${id}_${secret}`,
+    token,
     info: {
       id,
       accountId,
@@ -110,7 +114,7 @@ export async function listTokens(db: CloudDb, account?: string): Promise<TokenIn
 
 /** Revokes a token by id (or by the full token). Returns false if no such active token. */
 export async function revokeToken(db: CloudDb, idOrToken: string, now = Date.now()): Promise<boolean> {
-  const id = TOKEN.exec(idOrToken)?.[1] ?? idOrToken;
+  const id = parseToken(TOKEN_SCHEME, idOrToken)?.id ?? idOrToken;
   const r = await db
     .updateTable('api_tokens')
     .set({ revoked_at: now })
@@ -120,26 +124,24 @@ export async function revokeToken(db: CloudDb, idOrToken: string, now = Date.now
   return Number(r.numUpdatedRows) > 0;
 }
 
-// A fixed hash compared against when the id is unknown, so both paths do the same work.
-const DUMMY = hashSecret('no-such-token');
-
 /** Resolves a bearer token to its account; undefined when unknown, malformed or revoked. */
 export async function authenticate(
   db: CloudDb,
   token: string,
   now = Date.now(),
 ): Promise<Principal | undefined> {
-  const m = TOKEN.exec(token);
+  const m = parseToken(TOKEN_SCHEME, token);
   if (!m) return undefined;
-  const [, id, secret] = m as unknown as [string, string, string];
+  const { id, secret } = m;
   const row = await db
     .selectFrom('api_tokens')
     .select(['id', 'account_id', 'secret_hash', 'revoked_at', 'last_used_at'])
     .where('id', '=', id)
     .executeTakeFirst();
-  const expected = row ? Buffer.from(row.secret_hash, 'hex') : DUMMY;
+  // An unknown id is compared against a dummy digest: both paths do the same work.
   const ok =
-    timingSafeEqual(hashSecret(secret), expected.length === 32 ? expected : DUMMY) && row !== undefined;
+    digestsEqual(sha256(secret), row ? Buffer.from(row.secret_hash, 'hex') : DUMMY_DIGEST) &&
+    row !== undefined;
   if (!ok || row.revoked_at !== null) return undefined;
   // Last use is recorded at most once a minute per token.
   if (row.last_used_at === null || now - num(row.last_used_at) > 60_000) {
