@@ -32,7 +32,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Socket } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -72,6 +71,7 @@ const { deploySwapContracts, deployTestToken, escrowDeposit, TEST_TOKEN } = awai
   '../packages/devnet/dist/evm-devnode/index.js'
 );
 const { startDevnet } = await import('../packages/devnet/dist/index.js');
+const { ElectrumConnection } = await import('../packages/chains/dist/btc/index.js');
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
 const { signCosignApproval, signPermit2Approval } = await import('../packages/sdk/dist/index.js');
 
@@ -119,44 +119,6 @@ async function jsonRpc(url, method, params) {
   const body = await res.json();
   if (body.error) throw new Error(`${method}: ${body.error.message}`);
   return body.result;
-}
-
-/** A minimal Electrum client: one TCP connection, newline-delimited JSON-RPC, requests matched by id. */
-function electrumConnection(url) {
-  const u = new URL(url);
-  const s = new Socket();
-  s.setNoDelay(true);
-  s.setEncoding('utf8');
-  const pending = new Map();
-  let buf = '';
-  let id = 0;
-  s.on('data', (d) => {
-    buf += d;
-    for (let nl = buf.indexOf('\n'); nl !== -1; nl = buf.indexOf('\n')) {
-      const msg = JSON.parse(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      const p = pending.get(msg.id);
-      if (!p) continue;
-      pending.delete(msg.id);
-      if (msg.error) p.reject(new Error(msg.error.message));
-      else p.resolve(msg.result);
-    }
-  });
-  const ready = new Promise((resolve, reject) => {
-    s.once('error', reject);
-    s.connect(Number(u.port), u.hostname, resolve);
-  });
-  return {
-    async request(method, params = []) {
-      await ready;
-      const k = ++id;
-      return new Promise((resolve, reject) => {
-        pending.set(k, { resolve, reject });
-        s.write(`${JSON.stringify({ jsonrpc: '2.0', id: k, method, params })}\n`);
-      });
-    },
-    close: () => s.destroy(),
-  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -509,7 +471,7 @@ try {
   log(`setup: 6 intents to UserDeposited + 6 fulfilments in ${Math.round(performance.now() - t1)} ms`);
 
   // Raw reads, done directly against the same nodes (the SQLite side's transactions).
-  const electrum = electrumConnection(devnet.info.electrum);
+  const electrum = await ElectrumConnection.connect(devnet.info.electrum, { clientName: 'bench-settlement' });
   conns.push(electrum);
   const btcTx = prepared.sqlite.bitcoin.tx;
   const evmTx = prepared.sqlite.evm.tx;

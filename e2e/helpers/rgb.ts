@@ -1,42 +1,14 @@
 /** Helpers for the RGB end-to-end tests. */
-import { connect } from 'node:net';
+import { ElectrumConnection } from '@rgbx/chains/btc';
 
 /** Current tip height reported by an Electrum server (`blockchain.headers.subscribe`). */
-export function electrumHeight(url: string, timeoutMs = 5_000): Promise<number> {
-  const m = /^tcp:\/\/([^:/]+):(\d+)$/.exec(url);
-  if (!m) throw new Error(`not a tcp:// electrum url: ${url}`);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(m[2]), m[1]!);
-    let buf = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`electrum ${url} did not answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-    socket.setEncoding('utf8');
-    socket.on('connect', () => {
-      socket.write(
-        `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'blockchain.headers.subscribe', params: [] })}\n`,
-      );
-    });
-    socket.on('data', (chunk: string) => {
-      buf += chunk;
-      const nl = buf.indexOf('\n');
-      if (nl < 0) return;
-      clearTimeout(timer);
-      socket.destroy();
-      try {
-        const msg = JSON.parse(buf.slice(0, nl)) as { result?: { height: number }; error?: unknown };
-        if (!msg.result) throw new Error(`electrum error: ${JSON.stringify(msg.error)}`);
-        resolve(msg.result.height);
-      } catch (err) {
-        reject(err);
-      }
-    });
-    socket.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  });
+export async function electrumHeight(url: string, timeoutMs = 5_000): Promise<number> {
+  const c = await ElectrumConnection.connect(url, { timeoutMs, clientName: 'rgbx-e2e' });
+  try {
+    return (await c.headersSubscribe()).height;
+  } finally {
+    c.close();
+  }
 }
 
 /** Poll `check` until it returns true (or throw with `what` after `timeoutMs`). */

@@ -1,9 +1,18 @@
 /**
- * A small Electrum protocol client (newline-delimited JSON-RPC over TCP) for the service's Bitcoin
- * needs: UTXOs of the user's address, broadcasts, and on-chain checks of reported transactions.
- * One lazily opened connection, re-opened after a failure; every request has a timeout.
+ * The service's Bitcoin reads and broadcasts over Electrum: UTXOs of the user's address, broadcasts, and
+ * on-chain checks of reported transactions. The protocol is `@rgbx/chains/btc`'s {@link ElectrumConnection};
+ * this keeps one lazily opened connection (re-opened after a failure) and maps its errors to
+ * {@link ElectrumError}, whose `isTransport` the gateway turns into "upstream unavailable".
  */
-import { Socket } from 'node:net';
+import {
+  ElectrumConnection,
+  type ElectrumHistoryEntry,
+  ElectrumServerError,
+  type ElectrumUtxo,
+  parseElectrumUrl,
+} from '@rgbx/chains/btc';
+
+export type { ElectrumHistoryEntry, ElectrumUtxo } from '@rgbx/chains/btc';
 
 export class ElectrumError extends Error {
   override readonly name = 'ElectrumError';
@@ -18,116 +27,57 @@ export class ElectrumError extends Error {
   }
 }
 
-export interface ElectrumUtxo {
-  tx_hash: string;
-  tx_pos: number;
-  height: number;
-  value: number;
+/** A server error keeps the server's own text (callers match on it); anything else is a transport failure. */
+function toElectrumError(err: unknown): ElectrumError {
+  if (err instanceof ElectrumError) return err;
+  if (err instanceof ElectrumServerError)
+    return new ElectrumError(err.serverMessage, err.code ?? -1, { cause: err });
+  return new ElectrumError(err instanceof Error ? err.message : String(err), undefined, { cause: err });
 }
-
-export interface ElectrumHistoryEntry {
-  tx_hash: string;
-  height: number;
-}
-
-const MAX_LINE = 16 * 1024 * 1024;
 
 export class ElectrumClient {
   readonly url: string;
   readonly #timeoutMs: number;
-  #socket: Socket | undefined;
-  #connecting: Promise<Socket> | undefined;
-  #buf = '';
-  #nextId = 1;
-  readonly #pending = new Map<
-    number,
-    { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
-  >();
+  #conn: ElectrumConnection | undefined;
+  #connecting: Promise<ElectrumConnection> | undefined;
 
   constructor(url: string, opts: { timeoutMs?: number } = {}) {
-    const u = new URL(url);
-    if (u.protocol !== 'tcp:' || !u.port)
-      throw new ElectrumError(`electrum url must be tcp://host:port, got ${url}`);
+    try {
+      parseElectrumUrl(url);
+    } catch (err) {
+      throw new ElectrumError(`electrum url must be tcp://host:port, got ${url}`, undefined, { cause: err });
+    }
     this.url = url;
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
   }
 
-  #connect(): Promise<Socket> {
-    if (this.#socket && !this.#socket.destroyed) return Promise.resolve(this.#socket);
-    this.#connecting ??= new Promise<Socket>((resolve, reject) => {
-      const u = new URL(this.url);
-      const s = new Socket();
-      s.setNoDelay(true);
-      s.setEncoding('utf8');
-      const timer = setTimeout(() => s.destroy(new Error('connect timeout')), this.#timeoutMs);
-      s.once('error', (err) => {
-        clearTimeout(timer);
+  #connect(): Promise<ElectrumConnection> {
+    if (this.#conn && !this.#conn.closed) return Promise.resolve(this.#conn);
+    this.#connecting ??= ElectrumConnection.connect(this.url, {
+      timeoutMs: this.#timeoutMs,
+      clientName: 'rgbx-swap',
+      maxLineBytes: 16 * 1024 * 1024,
+    }).then(
+      (c) => {
+        this.#conn = c;
         this.#connecting = undefined;
-        reject(
-          new ElectrumError(`electrum ${this.url} unreachable: ${err.message}`, undefined, { cause: err }),
-        );
-      });
-      s.connect(Number(u.port), u.hostname, () => {
-        clearTimeout(timer);
-        s.removeAllListeners('error');
-        s.on('error', () => {});
-        s.on('data', (d: string) => this.#onData(d));
-        s.on('close', () => this.#onClose(s));
-        this.#socket = s;
-        this.#buf = '';
+        return c;
+      },
+      (err: unknown) => {
         this.#connecting = undefined;
-        resolve(s);
-      });
-    });
+        throw err;
+      },
+    );
     return this.#connecting;
   }
 
-  #onClose(s: Socket): void {
-    if (this.#socket === s) this.#socket = undefined;
-    for (const [id, p] of this.#pending) {
-      clearTimeout(p.timer);
-      p.reject(new ElectrumError('electrum connection closed'));
-      this.#pending.delete(id);
-    }
-  }
-
-  #onData(d: string): void {
-    this.#buf += d;
-    if (this.#buf.length > MAX_LINE) {
-      this.#socket?.destroy();
-      return;
-    }
-    for (let nl = this.#buf.indexOf('\n'); nl !== -1; nl = this.#buf.indexOf('\n')) {
-      const line = this.#buf.slice(0, nl);
-      this.#buf = this.#buf.slice(nl + 1);
-      let msg: { id?: unknown; result?: unknown; error?: { code?: number; message?: string } | null };
-      try {
-        msg = JSON.parse(line);
-      } catch {
-        continue;
-      }
-      if (typeof msg.id !== 'number') continue; // notifications: not subscribed to any
-      const p = this.#pending.get(msg.id);
-      if (!p) continue;
-      this.#pending.delete(msg.id);
-      clearTimeout(p.timer);
-      if (msg.error)
-        p.reject(new ElectrumError(String(msg.error.message ?? 'error'), Number(msg.error.code ?? -1)));
-      else p.resolve(msg.result);
-    }
-  }
-
   async request<T>(method: string, params: unknown[] = []): Promise<T> {
-    const socket = await this.#connect();
-    const id = this.#nextId++;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(id);
-        reject(new ElectrumError(`electrum ${method} timed out after ${this.#timeoutMs} ms`));
-      }, this.#timeoutMs);
-      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
-      socket.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
-    });
+    try {
+      const c = await this.#connect();
+      return await c.request<T>(method, params);
+    } catch (err) {
+      throw toElectrumError(err);
+    }
   }
 
   listUnspent(scripthash: string): Promise<ElectrumUtxo[]> {
@@ -147,7 +97,9 @@ export class ElectrumClient {
   }
 
   close(): void {
-    this.#socket?.destroy();
-    this.#socket = undefined;
+    this.#conn?.close();
+    this.#conn = undefined;
+    // A connection still being opened is closed as soon as it is up (the next request opens a new one).
+    this.#connecting?.then((c) => c.close()).catch(() => {});
   }
 }

@@ -167,4 +167,125 @@ describe('electrum client (against an in-test stand-in TCP server)', () => {
     expect(() => parseElectrumUrl('tcp://example.com')).toThrow(/expected tcp:\/\/host:port/);
     expect(() => parseElectrumUrl('not a url')).toThrow(/expected tcp:\/\/host:port/);
   });
+  it('passes notifications interleaved with replies to listeners and waiters, and queues them when asked', async () => {
+    const note = (method: string, params: unknown[]) =>
+      `${JSON.stringify({ jsonrpc: '2.0', method, params })}\n`;
+    const s = await standIn((req) => {
+      if (req.method === 'server.version') return version(req);
+      if (req.method === 'blockchain.headers.subscribe') {
+        // a notification before the reply, the reply split with a notification glued to its end, then another
+        const reply = ok(req.id, { height: 100, hex: '00' });
+        return [
+          note('blockchain.scripthash.subscribe', ['aa', 'st1']),
+          reply.slice(0, 7),
+          `${reply.slice(7)}${note('blockchain.headers.subscribe', [{ height: 101, hex: '01' }])}`,
+          note('blockchain.scripthash.subscribe', ['bb', 'st2']),
+        ];
+      }
+      return ok(req.id, null);
+    });
+    const c = await ElectrumConnection.connect(s.url, { bufferNotifications: true });
+    const seen: string[] = [];
+    const off = c.onNotification((n) => seen.push(n.method));
+    const header = c.nextNotification((n) => n.method === 'blockchain.headers.subscribe', 2000);
+    expect(await c.headersSubscribe()).toEqual({ height: 100, hex: '00' });
+    expect((await header).params).toEqual([{ height: 101, hex: '01' }]);
+    expect((await c.nextNotification((n) => n.params[0] === 'bb', 2000)).params).toEqual(['bb', 'st2']);
+    // the one nobody waited for stayed queued; the header went to its waiter only
+    expect(c.notifications).toEqual([{ method: 'blockchain.scripthash.subscribe', params: ['aa', 'st1'] }]);
+    expect(seen).toEqual([
+      'blockchain.scripthash.subscribe',
+      'blockchain.headers.subscribe',
+      'blockchain.scripthash.subscribe',
+    ]);
+    off();
+    expect(await c.request('x')).toBeNull();
+    c.close();
+  });
+
+  it('does not queue notifications by default, and a waiter fails on timeout and on a dropped connection', async () => {
+    const s = await standIn((req, sock) => {
+      if (req.method === 'server.version') return version(req);
+      if (req.method === 'drop') {
+        sock.destroy();
+        return null;
+      }
+      return [
+        `${JSON.stringify({ method: 'blockchain.headers.subscribe', params: [{ height: 1 }] })}\n`,
+        ok(req.id, 1),
+      ];
+    });
+    const c = await ElectrumConnection.connect(s.url);
+    expect(await c.request('x')).toBe(1);
+    expect(c.notifications).toEqual([]);
+    const late = (await c.nextNotification(() => true, 100).catch((e) => e)) as Error;
+    expect(late).toBeInstanceOf(ElectrumUnavailableError);
+    expect(late.message).toMatch(/no matching notification within 100 ms/);
+    const waiting = c.nextNotification(() => true, 5000).catch((e) => e);
+    const dropped = c.request('drop').catch((e) => e);
+    expect(await waiting).toBeInstanceOf(ElectrumUnavailableError);
+    expect(((await dropped) as ElectrumUnavailableError).reason).toBe('connection closed');
+    expect(c.closed).toBe(true);
+    await expect(c.nextNotification(() => true)).rejects.toBeInstanceOf(ElectrumUnavailableError);
+  });
+
+  it('resolves each request of a batch reply and reports every raw line', async () => {
+    let first: Req | undefined;
+    const s = await standIn((req) => {
+      if (req.method === 'server.version') return version(req);
+      if (!first) {
+        first = req;
+        return null;
+      }
+      return `${JSON.stringify([
+        { jsonrpc: '2.0', id: req.id, result: 'b' },
+        { jsonrpc: '2.0', id: first.id, error: { code: 2, message: 'nope' } },
+      ])}\n`;
+    });
+    const lines: string[] = [];
+    const c = await ElectrumConnection.connect(s.url, { onLine: (l) => lines.push(l) });
+    const [a, b] = await Promise.all([c.request('m', [1]).catch((e) => e), c.request('m', [2])]);
+    expect(b).toBe('b');
+    expect(a).toBeInstanceOf(ElectrumServerError);
+    expect((a as ElectrumServerError).serverMessage).toBe('nope');
+    expect(lines).toHaveLength(2);
+    expect(JSON.parse(lines[0]!).result).toEqual(['stand-in 1.0', '1.4']);
+    c.close();
+  });
+
+  it('without the handshake sends only what the caller asks, raw bytes included', async () => {
+    const s = await standIn((req) => ok(req.id, req.method));
+    const c = await ElectrumConnection.connect(s.url, { handshake: false });
+    expect(c.serverVersion).toEqual(['', '']);
+    c.writeRaw(`${JSON.stringify({ jsonrpc: '2.0', id: 900, method: 'raw', params: [] })}\n`);
+    expect(await c.request('server.version', ['me', '1.4'])).toBe('server.version');
+    expect(s.seen.map((r) => r.method)).toEqual(['raw', 'server.version']);
+    c.close();
+  });
+
+  it('has typed helpers for the common calls', async () => {
+    const utxo = { tx_hash: 'cd'.repeat(32), tx_pos: 1, height: 5, value: 1000 };
+    const s = await standIn((req) => {
+      if (req.method === 'server.version') return version(req);
+      const results: Record<string, unknown> = {
+        'blockchain.scripthash.listunspent': [utxo],
+        'blockchain.scripthash.get_history': [{ tx_hash: utxo.tx_hash, height: 5 }],
+        'blockchain.transaction.broadcast': 'ef'.repeat(32),
+        'server.ping': null,
+      };
+      return ok(req.id, results[req.method]);
+    });
+    const c = await ElectrumConnection.connect(s.url);
+    expect(await c.listUnspent('11'.repeat(32))).toEqual([utxo]);
+    expect(await c.getHistory('11'.repeat(32))).toEqual([{ tx_hash: utxo.tx_hash, height: 5 }]);
+    expect(await c.broadcast('00')).toBe('ef'.repeat(32));
+    await c.ping();
+    c.close();
+    expect(s.seen.slice(1).map((r) => [r.method, r.params])).toEqual([
+      ['blockchain.scripthash.listunspent', ['11'.repeat(32)]],
+      ['blockchain.scripthash.get_history', ['11'.repeat(32)]],
+      ['blockchain.transaction.broadcast', ['00']],
+      ['server.ping', []],
+    ]);
+  });
 });

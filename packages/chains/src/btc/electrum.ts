@@ -1,7 +1,10 @@
 /**
  * A small Electrum protocol client: newline-delimited JSON-RPC 2.0 over plain TCP (`tcp://host:port`).
  * Every connection starts with `server.version` (Electrum servers refuse other calls before it), requests
- * are matched to replies by id, each request has its own timeout, and `close()` ends the socket.
+ * are matched to replies by id (batch replies too), each request has its own timeout, and `close()` ends
+ * the socket. Server push notifications (after a `*.subscribe`) reach {@link ElectrumConnection.onNotification}
+ * listeners and {@link ElectrumConnection.nextNotification}, and are queued in `notifications` when the
+ * connection is opened with `bufferNotifications`.
  *
  * Two error classes: {@link ElectrumServerError} when the server answered with a JSON-RPC error (its
  * message is passed through: a broadcast rejected by bitcoind, a missing transaction…), and
@@ -28,9 +31,12 @@ export class ElectrumServerError extends Error {
 export class ElectrumUnavailableError extends Error {
   override readonly name = 'ElectrumUnavailableError';
   readonly url: string;
+  /** What went wrong, without the url: a socket error code (`ECONNREFUSED`), `connection closed`, a timeout… */
+  readonly reason: string;
   constructor(url: string, reason: string, cause?: unknown) {
     super(`Electrum server ${url}: ${reason}`, cause === undefined ? undefined : { cause });
     this.url = url;
+    this.reason = reason;
   }
 }
 
@@ -43,6 +49,49 @@ export interface ElectrumOptions {
   protocol?: [string, string];
   /** Largest reply line accepted, bytes; a longer one closes the connection. Default 32 MiB. */
   maxLineBytes?: number;
+  /**
+   * Send `server.version` on connect (default true). False leaves the negotiation to the caller (tests of a
+   * server's own version handling); `serverVersion` then stays `['', '']`.
+   */
+  handshake?: boolean;
+  /**
+   * Queue server notifications nobody is waiting for in `notifications` (default false: they are only
+   * passed to listeners and waiters, then dropped, so a long-lived subscribed connection does not grow).
+   */
+  bufferNotifications?: boolean;
+  /** Called with every line the server sends, before it is parsed (protocol tests, debugging). */
+  onLine?: (line: string) => void;
+}
+
+/** A server push: `{"method": …, "params": […]}` without an id, e.g. after `blockchain.headers.subscribe`. */
+export interface ElectrumNotification {
+  method: string;
+  params: unknown[];
+}
+
+/** One entry of `blockchain.scripthash.listunspent`. */
+export interface ElectrumUtxo {
+  tx_hash: string;
+  tx_pos: number;
+  /** Confirmation height; 0 (or -1: unconfirmed parent) for mempool outputs. */
+  height: number;
+  /** Satoshis. */
+  value: number;
+}
+
+/** One entry of `blockchain.scripthash.get_history`. */
+export interface ElectrumHistoryEntry {
+  tx_hash: string;
+  height: number;
+  /** Mempool entries only, satoshis. */
+  fee?: number;
+}
+
+/** `blockchain.headers.subscribe`'s result and notification: the tip. */
+export interface ElectrumHeader {
+  height: number;
+  /** The 80-byte header, hex. */
+  hex: string;
 }
 
 /** `tcp://host:port` → host and port; anything else (ssl://, http://, no port) is refused. */
@@ -67,6 +116,13 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
+interface Waiter {
+  pred: (n: ElectrumNotification) => boolean;
+  resolve: (n: ElectrumNotification) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
 /**
  * One connection to an Electrum server.
  *
@@ -82,10 +138,16 @@ export class ElectrumConnection {
   readonly url: string;
   /** `[software, protocol]` as the server answered `server.version`. */
   serverVersion: [string, string] = ['', ''];
+  /** Notifications no waiter took, oldest first; filled only with `bufferNotifications`. Callers may splice it. */
+  readonly notifications: ElectrumNotification[] = [];
   readonly #socket: Socket;
   readonly #timeoutMs: number;
   readonly #maxLine: number;
+  readonly #buffer: boolean;
+  readonly #onLineHook: ((line: string) => void) | undefined;
   readonly #pending = new Map<number, Pending>();
+  readonly #waiters: Waiter[] = [];
+  readonly #listeners = new Set<(n: ElectrumNotification) => void>();
   #nextId = 1;
   #buf = '';
   #closed: Error | undefined;
@@ -95,6 +157,8 @@ export class ElectrumConnection {
     this.#socket = socket;
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
     this.#maxLine = opts.maxLineBytes ?? 32 * 1024 * 1024;
+    this.#buffer = opts.bufferNotifications ?? false;
+    this.#onLineHook = opts.onLine;
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => this.#onData(chunk));
     socket.on('error', (err: NodeJS.ErrnoException) =>
@@ -126,6 +190,7 @@ export class ElectrumConnection {
       });
     });
     const c = new ElectrumConnection(url, socket, opts);
+    if (opts.handshake === false) return c;
     try {
       const v = await c.request<unknown>('server.version', [
         opts.clientName ?? 'rgbx',
@@ -161,6 +226,77 @@ export class ElectrumConnection {
     });
   }
 
+  /** `blockchain.scripthash.listunspent`: the unspent outputs paying `scripthash` (see `scriptHash`). */
+  listUnspent(scripthash: string): Promise<ElectrumUtxo[]> {
+    return this.request<ElectrumUtxo[]>('blockchain.scripthash.listunspent', [scripthash]);
+  }
+
+  /** `blockchain.scripthash.get_history`: confirmed then mempool transactions touching `scripthash`. */
+  getHistory(scripthash: string): Promise<ElectrumHistoryEntry[]> {
+    return this.request<ElectrumHistoryEntry[]>('blockchain.scripthash.get_history', [scripthash]);
+  }
+
+  /** `blockchain.transaction.broadcast`: resolves with the txid; a refusal is an {@link ElectrumServerError}. */
+  broadcast(txHex: string): Promise<string> {
+    return this.request<string>('blockchain.transaction.broadcast', [txHex]);
+  }
+
+  /** `blockchain.headers.subscribe`: the current tip; later tips arrive as notifications of that method. */
+  headersSubscribe(): Promise<ElectrumHeader> {
+    return this.request<ElectrumHeader>('blockchain.headers.subscribe');
+  }
+
+  /** `server.ping`. */
+  async ping(): Promise<void> {
+    await this.request('server.ping');
+  }
+
+  /**
+   * Calls `listener` with every server notification from now on; returns the function that removes it.
+   * A listener that throws does not disturb the connection.
+   */
+  onNotification(listener: (n: ElectrumNotification) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Resolves with the next notification matching `pred`: a queued one first (`bufferNotifications`), else
+   * the next to arrive. Rejects with ElectrumUnavailableError after `timeoutMs` or when the connection closes.
+   */
+  nextNotification(
+    pred: (n: ElectrumNotification) => boolean,
+    timeoutMs = this.#timeoutMs,
+  ): Promise<ElectrumNotification> {
+    const i = this.notifications.findIndex(pred);
+    if (i >= 0) return Promise.resolve(this.notifications.splice(i, 1)[0]!);
+    if (this.#closed) return Promise.reject(this.#closed);
+    return new Promise((resolve, reject) => {
+      const w: Waiter = {
+        pred,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          const j = this.#waiters.indexOf(w);
+          if (j >= 0) this.#waiters.splice(j, 1);
+          reject(new ElectrumUnavailableError(this.url, `no matching notification within ${timeoutMs} ms`));
+        }, timeoutMs),
+      };
+      w.timer.unref();
+      this.#waiters.push(w);
+    });
+  }
+
+  /** Writes raw bytes to the server, unframed and unchecked (malformed-input tests of a server). */
+  writeRaw(data: string | Uint8Array): void {
+    if (!this.#closed) this.#socket.write(data);
+  }
+
+  /** True once the connection is closed, by either side or after a failure. */
+  get closed(): boolean {
+    return this.#closed !== undefined;
+  }
+
   /** Closes the connection; requests still waiting reject with ElectrumUnavailableError. */
   close(): void {
     this.#fail(new ElectrumUnavailableError(this.url, 'connection closed by the client'));
@@ -173,6 +309,10 @@ export class ElectrumConnection {
       p.reject(err);
     }
     this.#pending.clear();
+    for (const w of this.#waiters.splice(0)) {
+      clearTimeout(w.timer);
+      w.reject(err);
+    }
     this.#socket.destroy();
   }
 
@@ -190,18 +330,54 @@ export class ElectrumConnection {
   }
 
   #onLine(line: string): void {
-    let msg: { id?: unknown; result?: unknown; error?: unknown };
+    this.#onLineHook?.(line);
+    let parsed: unknown;
     try {
-      msg = JSON.parse(line) as typeof msg;
+      parsed = JSON.parse(line);
     } catch {
       this.#fail(new ElectrumUnavailableError(this.url, 'garbled reply (not JSON)'));
       return;
     }
-    if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) {
-      this.#fail(new ElectrumUnavailableError(this.url, 'garbled reply (not a JSON-RPC object)'));
+    // A JSON-RPC batch reply is an array of replies.
+    const msgs = Array.isArray(parsed) ? parsed : [parsed];
+    for (const msg of msgs) {
+      if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) {
+        this.#fail(new ElectrumUnavailableError(this.url, 'garbled reply (not a JSON-RPC object)'));
+        return;
+      }
+      this.#onMessage(msg as { id?: unknown; result?: unknown; error?: unknown; method?: unknown });
+    }
+  }
+
+  #onNotification(n: ElectrumNotification): void {
+    for (const l of this.#listeners) {
+      try {
+        l(n);
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+    const i = this.#waiters.findIndex((w) => w.pred(n));
+    if (i >= 0) {
+      const [w] = this.#waiters.splice(i, 1);
+      clearTimeout(w!.timer);
+      w!.resolve(n);
+    } else if (this.#buffer) this.notifications.push(n);
+  }
+
+  #onMessage(msg: {
+    id?: unknown;
+    result?: unknown;
+    error?: unknown;
+    method?: unknown;
+    params?: unknown;
+  }): void {
+    if (typeof msg.method === 'string' && (msg.id === undefined || msg.id === null)) {
+      const params = Array.isArray(msg.params) ? msg.params : msg.params === undefined ? [] : [msg.params];
+      this.#onNotification({ method: msg.method, params });
       return;
     }
-    // Some servers echo the id as a string; notifications carry none.
+    // Some servers echo the id as a string.
     const id = typeof msg.id === 'string' ? Number(msg.id) : msg.id;
     if (typeof id !== 'number') return;
     const p = this.#pending.get(id);

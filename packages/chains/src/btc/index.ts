@@ -1,7 +1,13 @@
 export type { BytesLike, Hex } from '../bytes.ts';
 export { ChainInputError, VerificationError } from '../errors.ts';
 export { btcToSats, satsToBtc } from './amount.ts';
-export type { ElectrumOptions } from './electrum.ts';
+export type {
+  ElectrumHeader,
+  ElectrumHistoryEntry,
+  ElectrumNotification,
+  ElectrumOptions,
+  ElectrumUtxo,
+} from './electrum.ts';
 export {
   ElectrumConnection,
   ElectrumServerError,
