@@ -407,7 +407,8 @@ describe.each(DIALECTS)('request handling properties (%s)', (dialect) => {
           expect(() => res.json()).not.toThrow();
         }
       }),
-      { numRuns: 600 },
+      // 1,500 runs: enough that the domain-coverage check below does not depend on the seed's luck (600 reached 7 kinds once).
+      { numRuns: 1500 },
     );
     // The generator reaches past authentication and validation into the domain code.
     expect(seen.get('200') ?? 0).toBeGreaterThan(50);
