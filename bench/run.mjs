@@ -16,7 +16,11 @@ const out = { date: new Date().toISOString(), node: process.version, cpus: cpus(
 const save = () => {
   const json = JSON.stringify(out, (_k, v) => (typeof v === 'bigint' ? String(v) : v), 2);
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-  writeFileSync(new URL(`./results/${only ?? 'latest'}.json`, import.meta.url), `${json}\n`);
+  // `wallet_node` writes results/wallet-node.json: file names use dashes, as the committed results do.
+  writeFileSync(
+    new URL(`./results/${(only ?? 'latest').replaceAll('_', '-')}.json`, import.meta.url),
+    `${json}\n`,
+  );
   return json;
 };
 
