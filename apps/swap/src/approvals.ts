@@ -40,14 +40,15 @@ async function verify(
     case 'permit2': {
       const pc = stored as Permit2Context;
       const network = ctx.catalog.network(intent.sourceChain);
-      const { canonical } = await verifyPermit2Approval(
+      const { canonical, typedData } = await verifyPermit2Approval(
         pc,
         s.signature,
         network,
         ctx.gateway,
         checkAllowance,
       );
-      const params = permit2Params(pc, pc.witness.resolver);
+      // The typed data the signature was checked against, not built a second time.
+      const params = permit2Params(pc, pc.witness.resolver, typedData);
       return {
         canonical,
         approval: { type: 'permit2', signature: canonical },

@@ -149,13 +149,16 @@ export async function applyTransition(
 ): Promise<Intent> {
   const next = transition(intent.status, trigger);
   return db.transaction().execute(async (trx) => {
-    const res = await trx
+    // Guarded on the status read before (a concurrent transition makes it match no row); the changed row comes
+    // back with the update instead of a select afterwards.
+    let row = await trx
       .updateTable('intents')
       .set({ ...patch, status: next, updated_at: nowMs })
       .where('id', '=', intent.id)
       .where('status', '=', intent.status)
+      .returningAll()
       .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) {
+    if (!row) {
       const current = await trx
         .selectFrom('intents')
         .select('status')
@@ -165,7 +168,12 @@ export async function applyTransition(
     }
     if (leg) {
       const settlement = await insertLeg(trx, intent.id, intent.row.settlement, leg);
-      await trx.updateTable('intents').set({ settlement }).where('id', '=', intent.id).execute();
+      row = await trx
+        .updateTable('intents')
+        .set({ settlement })
+        .where('id', '=', intent.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
     }
     await trx
       .insertInto('intent_events')
@@ -179,11 +187,6 @@ export async function applyTransition(
         at: nowMs,
       })
       .execute();
-    const row = await trx
-      .selectFrom('intents')
-      .selectAll()
-      .where('id', '=', intent.id)
-      .executeTakeFirstOrThrow();
     return toIntent(row);
   });
 }

@@ -170,8 +170,13 @@ export function typedDataOf(ctx: Permit2Context): Permit2TypedData {
 }
 
 /** The approval data handed to the user (Surface A `permit2`, Surface B `params_to_sign`). */
-export function permit2Params(ctx: Permit2Context, resolverDepositAddress: string): Permit2Params {
-  const json = permit2TypedDataToJson(typedDataOf(ctx)) as unknown as {
+export function permit2Params(
+  ctx: Permit2Context,
+  resolverDepositAddress: string,
+  /** The context's typed data when the caller already built it (`verifyPermit2Approval` returns it). */
+  td: Permit2TypedData = typedDataOf(ctx),
+): Permit2Params {
+  const json = permit2TypedDataToJson(td) as unknown as {
     domain: Record<string, unknown>;
     types: Record<string, unknown>;
     primaryType: string;
@@ -224,7 +229,7 @@ export async function verifyPermit2Approval(
   network: NetworkConfig,
   gateway: ChainGateway,
   checkAllowance: boolean,
-): Promise<{ canonical: string }> {
+): Promise<{ canonical: string; typedData: Permit2TypedData }> {
   if (typeof signature !== 'string' || !/^(0x)?[0-9a-fA-F]{128,130}$/.test(signature)) {
     throw E.INVALID_SIGNATURE.createWith(
       { details: { reason: 'malformed_signature', expected: '0x-prefixed 64- or 65-byte hex signature' } },
@@ -269,5 +274,5 @@ export async function verifyPermit2Approval(
       });
     }
   }
-  return { canonical: canonical.toLowerCase() };
+  return { canonical: canonical.toLowerCase(), typedData: td };
 }
