@@ -2,6 +2,9 @@ import { join } from 'node:path';
 import { RgbHost } from '@rgbx/rgb';
 import type { WalletNodeConfig } from './config.ts';
 
+/** How long a clean stop waits for a child to end its calls and exit before SIGKILL (below the kit's 10 s). */
+const CHILD_CLOSE_TIMEOUT_MS = 5_000;
+
 export type Priority = 'foreground' | 'background';
 
 interface Task {
@@ -135,7 +138,7 @@ export class WorkerPool {
   readonly slots: Slot[];
 
   /** `pidDir`: record each child there while it runs (see `RgbHostOptions.pidDir`). */
-  readonly #hostOpts: { callTimeoutMs: number; pidDir?: string };
+  readonly #hostOpts: { callTimeoutMs: number; closeTimeoutMs: number; pidDir?: string };
   /** Children the pool may grow to while some are stuck (isolation); `size` are started up front. */
   readonly maxSize: number;
   /**
@@ -152,7 +155,13 @@ export class WorkerPool {
     size: number,
     opts: { callTimeoutMs: number; pidDir?: string; maxSize?: number; budgetMs?: number },
   ) {
-    this.#hostOpts = { callTimeoutMs: opts.callTimeoutMs, pidDir: opts.pidDir };
+    // A child still busy at shutdown is SIGKILLed after 5 s: within the service's 10 s shutdown budget, so the node
+    // reaps it and removes its pid file before it exits (at 10 s both timers raced and the file could stay).
+    this.#hostOpts = {
+      callTimeoutMs: opts.callTimeoutMs,
+      closeTimeoutMs: CHILD_CLOSE_TIMEOUT_MS,
+      pidDir: opts.pidDir,
+    };
     this.maxSize = Math.max(size, opts.maxSize ?? size * 2);
     this.budgetMs = opts.budgetMs ?? 250;
     this.otherBudgetMs = this.budgetMs * 10;
