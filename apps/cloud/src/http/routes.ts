@@ -1,11 +1,5 @@
 /** The cloud API routes (`/api/*`, Bearer-authenticated, scoped to the token's account). */
-import { ErrorEnvelope, type ServiceApp, type TSchema, Type } from '@rgbx/service-kit';
-import type { CloudDb } from '../db/schema.ts';
-import { CloudErrors } from '../errors.ts';
-import type { NodeManager } from '../nodes/manager.ts';
-import { publishedKeys } from '../webhooks/keys.ts';
-import { type EventView, getNodeEvent, listNodeEvents, redeliverEvent } from '../webhooks/outbox.ts';
-import { accountOf, bearerAuth } from './auth.ts';
+
 import {
   CreateNodeBody,
   EventParams,
@@ -16,7 +10,14 @@ import {
   PublicKeyResponse,
   SettingsBody,
   WebhookEvent,
-} from './schemas.ts';
+} from '@rgbx/contracts/cloud';
+import { ErrorEnvelope, type ServiceApp, type TSchema, Type } from '@rgbx/service-kit';
+import type { CloudDb } from '../db/schema.ts';
+import { CloudErrors } from '../errors.ts';
+import type { NodeManager } from '../nodes/manager.ts';
+import { publishedKeys } from '../webhooks/keys.ts';
+import { type EventView, getNodeEvent, listNodeEvents, redeliverEvent } from '../webhooks/outbox.ts';
+import { accountOf, bearerAuth } from './auth.ts';
 import { nodeView } from './views.ts';
 
 export interface RouteDeps {

@@ -1,9 +1,10 @@
 /** Database rows → API views. */
+
+import type { NodeView } from '@rgbx/contracts/cloud';
 import type { CloudDb } from '../db/schema.ts';
 import { num } from '../db/schema.ts';
 import type { NodeRow } from '../nodes/status.ts';
 import { eventCounts } from '../webhooks/outbox.ts';
-import type { NodeView } from './schemas.ts';
 
 const iso = (v: number | string | null) => (v === null ? null : new Date(num(v)).toISOString());
 
