@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { BitcoindRpc } from '@rgbx/chains/btc';
 import { spawnService, startDevnet } from '@rgbx/devnet';
 import { ElectrumClient, ElectrumServer } from '@rgbx/electrum';
+import { writeToml } from '@rgbx/service-kit';
 import { interleave, round, stats } from './lib.mjs';
 
 const ELECTRUM_MAIN = fileURLToPath(new URL('../apps/electrum/dist/main.js', import.meta.url));
@@ -34,9 +35,9 @@ const scripthashOf = (scriptPubKey) =>
 
 /** The follow modes measured: the old polling, events without ZMQ, events with ZMQ (the default). */
 const MODES = {
-  poll_100ms: ['follow = "poll"', 'poll_interval_ms = 100'],
-  events_no_zmq: ['follow = "events"', 'zmq = false'],
-  events_zmq: ['follow = "events"'],
+  poll_100ms: { follow: 'poll', poll_interval_ms: 100 },
+  events_no_zmq: { follow: 'events', zmq: false },
+  events_zmq: { follow: 'events' },
 };
 
 /**
@@ -61,18 +62,12 @@ export async function benchElectrumIdle(
     const conf = join(devnet.dir, `electrum-bench-${mode}.toml`);
     writeFileSync(
       conf,
-      [
-        '[server]',
-        'port = 0',
-        '[bitcoind]',
-        `rpc_url = "${b.rpc_url}"`,
-        `rpc_user = "${b.rpc_user}"`,
-        `rpc_password = "${b.rpc_password}"`,
-        '[index]',
-        ...MODES[mode],
-        '[log]',
-        'level = "warn"',
-      ].join('\n'),
+      writeToml({
+        server: { port: 0 },
+        bitcoind: { rpc_url: b.rpc_url, rpc_user: b.rpc_user, rpc_password: b.rpc_password },
+        index: MODES[mode],
+        log: { level: 'warn' },
+      }),
       { mode: 0o600 },
     );
     const proc = await spawnService(`electrum (${mode})`, [ELECTRUM_MAIN, '-c', conf]);
