@@ -18,23 +18,22 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
+import { startDevnet, walletNodeToml } from '@rgbx/devnet';
 import { closeDefaultHost, restoreKeys } from '@rgbx/rgb';
-import { signPsbt, WalletNodeClient } from '@rgbx/sdk';
+import { signPsbt } from '@rgbx/sdk';
 import { HDKey } from '@scure/bip32';
 import { generateMnemonic, mnemonicToSeedSync } from '@scure/bip39';
 import { wordlist } from '@scure/bip39/wordlists/english.js';
 import { round, stats } from './lib.mjs';
+import { clientFor, startNode } from './wallet-node-lib.mjs';
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const MAIN = resolve(fileURLToPath(new URL('.', import.meta.url)), '../apps/wallet-node/dist/main.js');
 
 // --- keys ---------------------------------------------------------------------------------------------
 const TPUB = { private: 0x04358394, public: 0x043587cf };
@@ -64,16 +63,6 @@ function writeConfig(dir, info, name, wallet) {
   );
   return file;
 }
-async function startNode(file) {
-  const s = await spawnService('wallet node', [MAIN, '-c', file]);
-  return { url: s.value, pid: s.proc.pid, stop: () => s.stop() };
-}
-const clientFor = (url, k) =>
-  new WalletNodeClient(url, {
-    xpubVanilla: k.accountXpubVanilla,
-    xpubColored: k.accountXpubColored,
-    fingerprint: k.masterFingerprint,
-  });
 
 // --- /proc --------------------------------------------------------------------------------------------
 const readProc = (pid, f) => {

@@ -14,13 +14,13 @@
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
+import { startDevnet, walletNodeToml } from '@rgbx/devnet';
 import { closeDefaultHost, generateKeys } from '@rgbx/rgb';
-import { signPsbt, WalletNodeClient } from '@rgbx/sdk';
+import { signPsbt } from '@rgbx/sdk';
 import { round, stats } from './lib.mjs';
+import { clientFor, startNode } from './wallet-node-lib.mjs';
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -77,8 +77,6 @@ function cpuPerRequest(a, b, n) {
 const load1 = () => round(loadavg()[0]);
 const CORES = cpus().length;
 
-const MAIN = resolve(fileURLToPath(new URL('.', import.meta.url)), '../apps/wallet-node/dist/main.js');
-
 function config(dir, info, workers) {
   const file = join(dir, `node-${workers}.toml`);
   writeFileSync(
@@ -90,18 +88,6 @@ function config(dir, info, workers) {
   );
   return file;
 }
-
-async function startNode(file) {
-  const s = await spawnService('wallet node', [MAIN, '-c', file]);
-  return { url: s.value, pid: s.proc.pid, stop: () => s.stop() };
-}
-
-const clientFor = (url, k) =>
-  new WalletNodeClient(url, {
-    xpubVanilla: k.accountXpubVanilla,
-    xpubColored: k.accountXpubColored,
-    fingerprint: k.masterFingerprint,
-  });
 
 /**
  * Runs `fn` with `concurrency` workers for `ms`; returns requests/s, and the CPU ms per request of the wallet node
