@@ -79,8 +79,17 @@ function importsOf(text) {
   const dynamic = [...text.matchAll(/\bimport\(\s*'([@\w][^']*)'\s*\)/g)].map((m) => m[1]);
   return { statics: [...statics, ...bare], dynamic };
 }
-// Files `tsc -b` does not emit (see each tsconfig's "exclude"): tests and test helpers.
-const isTestFile = (f) => /\.test\.ts$|(^|\/)(test-[\w-]+|process-helpers)\.ts$/.test(f);
+// Files `tsc -b` does not emit: tests and test helpers, by name. Every workspace's tsconfig.json excludes exactly
+// these (`src/**/*.test.ts`, `src/**/test-*.ts`, `src/**/process-helpers.ts`); checked below.
+const isTestFile = (f) => /\.test\.ts$|(^|\/)(test-[^/]+|process-helpers)\.ts$/.test(f);
+const EMIT_EXCLUDE = ['src/**/*.test.ts', 'src/**/test-*.ts', 'src/**/process-helpers.ts'];
+for (const w of workspaces) {
+  const tsconfig = JSON.parse(readFileSync(join(root, w, 'tsconfig.json'), 'utf8'));
+  if (JSON.stringify(tsconfig.exclude) !== JSON.stringify(EMIT_EXCLUDE))
+    problems.push(
+      `${w}/tsconfig.json: "exclude" must be ${JSON.stringify(EMIT_EXCLUDE)} (what check-deps treats as test code)`,
+    );
+}
 const builtins = new Set((await import('node:module')).builtinModules);
 
 for (const w of workspaces) {
