@@ -1,3 +1,4 @@
+import { sha256 } from '@rgbx/service-kit';
 import { describe, expect, it } from 'vitest';
 import {
   authenticateApiKey,
@@ -5,7 +6,6 @@ import {
   createApiKey,
   listApiKeys,
   revokeApiKey,
-  sha256,
 } from './api-keys.ts';
 import { openSwapDatabase } from './database.ts';
 import { DIALECTS, testDatabases } from './test-support.ts';

@@ -34,9 +34,6 @@ export interface CreatedApiKey extends ApiKeyInfo {
   key: string;
 }
 
-// The digest helpers are the service kit's (shared with the cloud's tokens); re-exported for this app's callers.
-export { digestsEqual, sha256 };
-
 export async function createApiKey(db: SwapDb, name: string, now = Date.now()): Promise<CreatedApiKey> {
   const { id, token: key } = mintToken(KEY_SCHEME);
   await db

@@ -7,7 +7,7 @@
  * APPROVAL_CONFLICT.
  */
 
-import { sha256 } from './api-keys.ts';
+import { sha256 } from '@rgbx/service-kit';
 import type { SwapContext } from './context.ts';
 import { type CosignContext, verifyCosignApproval } from './cosign-approval.ts';
 import { E } from './errors.ts';

@@ -4,9 +4,9 @@ import { randomBytes } from 'node:crypto';
  * rgbx-swap: runs the swap service until SIGTERM/SIGINT, or manages API keys.
  */
 import { mkdirSync } from 'node:fs';
-import { ConfigError, createLogger, formatConfigError, runService } from '@rgbx/service-kit';
+import { ConfigError, createLogger, formatConfigError, runService, sha256 } from '@rgbx/service-kit';
 import { redactUrl } from '@rgbx/store';
-import { createApiKey, listApiKeys, revokeApiKey, sha256 } from './api-keys.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from './api-keys.ts';
 import { buildSwapApp, SERVICE_VERSION } from './app.ts';
 import { parseCli, USAGE, UsageError } from './cli.ts';
 import { loadConfig, type SwapConfig } from './config.ts';
