@@ -79,7 +79,7 @@ async function main() {
     supply: 10n ** 30n,
   });
   // The escrow's refund delay is the swap's refund safety margin (swap.refund_safety_margin_secs, default 3600).
-  const margin = /^refund_safety_margin_secs\s*=\s*(\d+)/m.exec(swapConfig)?.[1] ?? '3600';
+  const margin = swapConfig.swap?.refund_safety_margin_secs ?? 3600;
   const { permit2, escrow } = await deploySwapContracts(evm.rpc_url, chainId, deployer, {
     refundDelaySecs: BigInt(margin),
   });
