@@ -5,19 +5,19 @@
  */
 import { createLogger, createServer, type Logger, type ServiceApp } from '@rgbx/service-kit';
 import type { Dialect } from '@rgbx/store';
-import { Catalog } from './catalog.ts';
-import { type ChainGateway, createChainGateway } from './chain-gateway.ts';
+import { type ChainGateway, createChainGateway } from './chains/chain-gateway.ts';
 import type { SwapConfig } from './config.ts';
 import type { SwapContext } from './context.ts';
-import type { SwapDb } from './database.ts';
+import { Catalog } from './domain/catalog.ts';
+import { transitionTableMarkdown } from './domain/lifecycle.ts';
+import { PreimageVault } from './domain/preimage-vault.ts';
+import { buildResolvers, type Resolver } from './domain/resolvers.ts';
 import { ErrorEnvelopeSchema, errorTable, swapEnvelope } from './errors.ts';
-import { createHealthCheck, type HealthCheck } from './health.ts';
-import { transitionTableMarkdown } from './lifecycle.ts';
-import { PreimageVault } from './preimage-vault.ts';
-import { registerResolverApi } from './resolver-api.ts';
-import { buildResolvers, type Resolver } from './resolvers.ts';
-import { registerSurfaceA } from './surface-a.ts';
-import { registerSurfaceB } from './surface-b.ts';
+import { createHealthCheck, type HealthCheck } from './http/health.ts';
+import { registerResolverApi } from './http/resolver-api.ts';
+import { registerSurfaceA } from './http/surface-a.ts';
+import { registerSurfaceB } from './http/surface-b.ts';
+import type { SwapDb } from './store/database.ts';
 
 export const SERVICE_VERSION = '0.1.0';
 

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { ConfigError, loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
-import { AmountError, parseDecimal, parseLots } from './amounts.ts';
+import { AmountError, parseDecimal, parseLots } from './domain/amounts.ts';
 
 const LogLevel = Type.Union(
   ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),

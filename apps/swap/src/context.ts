@@ -1,12 +1,12 @@
 /** What the domain functions share: store, configuration, chains, clock, logger. */
 import type { Logger } from '@rgbx/service-kit';
 import type { Dialect } from '@rgbx/store';
-import type { Catalog } from './catalog.ts';
-import type { ChainGateway } from './chain-gateway.ts';
+import type { ChainGateway } from './chains/chain-gateway.ts';
 import type { SwapConfig } from './config.ts';
-import type { SwapDb } from './database.ts';
-import type { PreimageVault } from './preimage-vault.ts';
-import type { Resolver } from './resolvers.ts';
+import type { Catalog } from './domain/catalog.ts';
+import type { PreimageVault } from './domain/preimage-vault.ts';
+import type { Resolver } from './domain/resolvers.ts';
+import type { SwapDb } from './store/database.ts';
 
 export interface SwapContext {
   db: SwapDb;

@@ -6,12 +6,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { ConfigError, createLogger, formatConfigError, runService, sha256 } from '@rgbx/service-kit';
 import { redactUrl } from '@rgbx/store';
-import { createApiKey, listApiKeys, revokeApiKey } from './api-keys.ts';
 import { buildSwapApp, SERVICE_VERSION } from './app.ts';
 import { parseCli, USAGE, UsageError } from './cli.ts';
 import { loadConfig, type SwapConfig } from './config.ts';
-import { openSwapDatabase } from './database.ts';
-import { startScheduler } from './scheduler.ts';
+import { startScheduler } from './domain/scheduler.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from './store/api-keys.ts';
+import { openSwapDatabase } from './store/database.ts';
 
 function out(line: string): void {
   process.stdout.write(`${line}\n`);

@@ -4,7 +4,7 @@
  */
 import { buildSwapApp } from './app.ts';
 import { loadConfig } from './config.ts';
-import { openSwapDatabase } from './database.ts';
+import { openSwapDatabase } from './store/database.ts';
 
 export async function generateOpenApi(): Promise<Record<string, unknown>> {
   const config = loadConfig(

@@ -15,11 +15,11 @@ import { p2tr, utils } from '@scure/btc-signer';
 import { createKeyPairSignerFromPrivateKeyBytes } from '@solana/kit';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll } from 'vitest';
-import { createApiKey } from './api-keys.ts';
 import { buildSwapApp, type SwapApp } from './app.ts';
-import type { ChainGateway } from './chain-gateway.ts';
+import type { ChainGateway } from './chains/chain-gateway.ts';
 import { loadConfig } from './config.ts';
-import { openSwapDatabase } from './database.ts';
+import { createApiKey } from './store/api-keys.ts';
+import { openSwapDatabase } from './store/database.ts';
 
 export const DIALECTS: Dialect[] = ['sqlite', 'postgres'];
 

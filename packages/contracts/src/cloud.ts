@@ -3,8 +3,9 @@
  * HTTP API with them (apps/cloud), the SDK takes its webhook types from them and checks received
  * payloads against them. The error envelope is the service kit's shared one, not declared here.
  */
-import { type Static, type TLiteral, type TSchema, type TUnion, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import { Value } from 'typebox/value';
+import { literalUnion } from './literals.ts';
 
 export type { Static };
 
@@ -14,12 +15,6 @@ export type { Static };
  */
 function strictObject<T extends Record<string, TSchema>>(properties: T) {
   return Type.Object(properties, { propertyNames: { enum: Object.keys(properties) } });
-}
-
-type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLiteral<T[K]> };
-/** A union of string literals, listed once as a tuple so the values are available at run time too. */
-function literalUnion<const T extends readonly string[]>(values: T): TUnion<Literals<T>> {
-  return Type.Union(values.map((v) => Type.Literal(v))) as TUnion<Literals<T>>;
 }
 
 // ---------- node status ----------

@@ -1,0 +1,179 @@
+/**
+ * The EVM refund path on real chains: an EVM → Solana swap whose escrow deposit is real (the escrow
+ * pulled the tokens with the Permit2 signature) expires unfulfilled; after the deadline plus the
+ * safety margin the escrow's `refund` returns the tokens to the owner, and the user's report of that
+ * transaction is proven by the escrow's `Refunded` event for this intent. The devnode's clock is moved
+ * forward (`evm_increaseTime`) instead of waiting an hour, so this file has chains of its own.
+ * On SQLite and PostgreSQL.
+ */
+import { uuidToBytes32 } from '@rgbx/chains/evm';
+import { escrowRefund } from '@rgbx/devnet/evm-devnode';
+import { signPermit2Approval } from '@rgbx/sdk';
+import { generateKeyPairSigner } from '@solana/kit';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fakeTxHash, startTestChains, type TestChains } from '../test-chains.ts';
+import {
+  DIALECTS,
+  NET,
+  RESOLVER_KEY,
+  SOL_MINT,
+  startTestService,
+  type TestService,
+  testClock,
+  testDatabases,
+} from '../test-support.ts';
+
+const dbs = testDatabases();
+let chains: TestChains;
+
+beforeAll(async () => {
+  chains = await startTestChains();
+}, 120_000);
+afterAll(async () => {
+  await chains?.stop();
+});
+
+async function evmRpc<T>(method: string, params: unknown[] = []): Promise<T> {
+  const res = await fetch(chains.evm.rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  return ((await res.json()) as { result: T }).result;
+}
+/** The devnode's time (its latest block), milliseconds: the service clock follows it in this file. */
+const chainNowMs = async () =>
+  Number(BigInt((await evmRpc<{ timestamp: string }>('eth_getBlockByNumber', ['latest', false])).timestamp)) *
+  1000;
+
+describe.each(DIALECTS)('EVM escrow refund on the devnode (%s)', (dialect) => {
+  let s: TestService;
+  const clock = testClock();
+
+  beforeAll(async () => {
+    s = await startTestService({
+      databaseUrl: dbs.url(dialect),
+      now: clock.now,
+      ...chains.config,
+      extra: `
+[[resolvers.rates]]
+source_network = ${NET.evm}
+source_token = "${chains.usdc}"
+dest_network = ${NET.sol}
+dest_token = "${SOL_MINT}"
+rate = "0.005"
+`,
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  async function call(method: 'GET' | 'POST', url: string, payload?: unknown, key = s.apiKey) {
+    const res = await s.app.inject({
+      method,
+      url,
+      headers: { 'x-api-key': key },
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
+    return { status: res.statusCode, body: res.body === '' ? undefined : res.json() };
+  }
+
+  it('expired after a real escrow deposit: the escrow refund to the owner is proven; early and forged refunds refused', async () => {
+    clock.set(await chainNowMs());
+    const ownerKey = generatePrivateKey();
+    const owner = privateKeyToAccount(ownerKey);
+    const deployer = chains.evm.accounts[0]!.privateKey;
+    await chains.ethTransfer(deployer, owner.address, 10n ** 19n);
+    await chains.erc20Transfer(deployer, chains.usdc, owner.address, 10n ** 24n);
+    const q = (
+      await call('POST', '/quote', {
+        sourceChain: NET.evm,
+        sourceToken: chains.usdc,
+        destChain: NET.sol,
+        destToken: SOL_MINT,
+        amountLots: '400000000',
+      })
+    ).body;
+    const amount = BigInt(q.sourceAmountLots);
+    await chains.erc20Approve(ownerKey, chains.usdc, chains.permit2, amount);
+    const created = await call('POST', '/intents', {
+      quoteId: q.quoteId,
+      sourceAddress: owner.address,
+      refundAddress: owner.address,
+      destinationAddress: (await generateKeyPairSigner()).address,
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const id = created.body.intentId as string;
+    const deadline = created.body.deadlineSecs as number;
+    const approval = await signPermit2Approval(
+      created.body.permit2,
+      { signTypedData: (td) => owner.signTypedData(td as never) },
+      {
+        chainId: chains.evm.chainId,
+        permit2Address: chains.permit2,
+        escrowAddress: chains.escrow,
+        token: chains.usdc,
+        amount,
+      },
+    );
+    expect((await call('POST', `/intents/${id}/approvals`, approval)).status).toBe(200);
+    const resolver = (action: string, payload: unknown = {}) =>
+      call('POST', `/resolver/v1/intents/${id}/${action}`, payload, RESOLVER_KEY);
+    expect((await resolver('accept')).body.status).toBe('Accepted');
+    const execution = (await call('GET', `/resolver/v1/intents/${id}`, undefined, RESOLVER_KEY)).body
+      .execution;
+    const deposit = await chains.escrowDepositFromExecution(execution);
+    expect((await resolver('deposit', { tx_hash: deposit })).body.status).toBe('UserDeposited');
+
+    // Nobody fulfils; the deadline passes; the user asks for the refund.
+    clock.set(deadline * 1000 + 1000);
+    expect((await call('POST', `/intents/${id}/refund-request`)).body.status).toBe('RefundRequested');
+    // The escrow refuses a refund before deadline + margin (the chain's clock has not moved yet).
+    await expect(
+      escrowRefund(
+        chains.evm.rpcUrl,
+        chains.evm.chainId,
+        deployer,
+        chains.escrow,
+        uuidToBytes32(id),
+        owner.address,
+      ),
+    ).rejects.toThrow(/RefundNotYetAvailable/);
+
+    // Move the chain past refundAfter = deadline + margin (block time = wall clock + offset, never
+    // behind the parent block: repeat until the latest block is there).
+    const refundAfter = deadline + s.ctx.config.swap.refund_safety_margin_secs;
+    for (let t = (await chainNowMs()) / 1000; t <= refundAfter; t = (await chainNowMs()) / 1000) {
+      await evmRpc('evm_increaseTime', [Math.ceil(refundAfter - t) + 1]);
+      await evmRpc('evm_mine');
+    }
+    const refund = await escrowRefund(
+      chains.evm.rpcUrl,
+      chains.evm.chainId,
+      deployer,
+      chains.escrow,
+      uuidToBytes32(id),
+      owner.address,
+    );
+    const report = (tx: string) => call('POST', `/intents/${id}/refund-tx`, { txHash: tx });
+    const forged = await report(fakeTxHash('evm', `refund-${dialect}`));
+    expect([forged.status, forged.body.details?.reason]).toEqual([422, 'not_found']);
+    const reused = await report(deposit);
+    expect([reused.status, reused.body.type]).toEqual([409, 'TX_ALREADY_USED']);
+    const done = await report(refund);
+    expect(done.body, JSON.stringify(done.body)).toMatchObject({ status: 'Refunded' });
+    const rec = (await call('GET', `/swaps/${id}`)).body;
+    expect(rec.settlement.map((l: { leg: string }) => l.leg)).toEqual(['deposit', 'refund']);
+    expect(rec.settlement[1]).toMatchObject({
+      networkId: NET.evm,
+      txHash: refund,
+      recipient: owner.address,
+      token: chains.usdc,
+      amount: amount.toString(),
+      sender: chains.config.escrow,
+    });
+    expect(rec.swapMetadata.refundTx).toBe(refund);
+  });
+});

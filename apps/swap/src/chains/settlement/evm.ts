@@ -1,0 +1,211 @@
+/**
+ * EVM and Tron legs, read through JSON-RPC (Tron: its full node's Ethereum-compatible `/jsonrpc`,
+ * addresses mapped to 20-byte hex):
+ * - deposit (permit2): the escrow's `Deposited` event for THIS intent id (owner, token, exact
+ *   amount, the accepting resolver, the intent's secret hash, `refundAfter` ≥ deadline + safety
+ *   margin) together with the token's `Transfer` owner → escrow of that amount;
+ * - fulfil: an ERC-20 `Transfer` of the destination token from the resolver to the user of at least
+ *   `min_dest_amount` (native coin: the transaction's own value, from the resolver, to the user);
+ * - claim / refund: the escrow's `Claimed` (preimage hashing to the secret hash) / `Refunded` event
+ *   for THIS intent id.
+ * Every leg: a successful receipt, the configured confirmations; fulfil and deposit mined after the
+ * acceptance.
+ */
+import { createHash } from 'node:crypto';
+import { uuidToBytes32 } from '@rgbx/chains/evm';
+import { identityFor } from '../../domain/resolvers.ts';
+import { type ChainGateway, rpcAddress } from '../chain-gateway.ts';
+import type { EvmLog, EvmReceipt } from '../chain-rpc.ts';
+import type { Permit2Context } from '../permit2-approval.ts';
+import { type LegCheck, refuse, requireConfirmations, requireFresh, type VerifiedLeg } from './check.ts';
+
+/** keccak256 of the event signatures (checked against viem in settlement.test.ts). */
+export const TOPICS = {
+  Transfer: '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef',
+  /** Deposited(bytes32 indexed intentId, address indexed owner, address indexed token, uint256 amount, address resolver, bytes32 secretHash, uint256 refundAfter) */
+  Deposited: '0x5cf36f0f55c6ce50eeb6eec5964f434ee1ced589cca6e794302189493a6c97d1',
+  /** Claimed(bytes32 indexed intentId, address indexed resolver, bytes32 preimage) */
+  Claimed: '0xd0a9ea8d3e707f26a4a7cc65857f11a20ed3152608c9a8548b6dd583e7d96b4e',
+  /** Refunded(bytes32 indexed intentId, address indexed owner) */
+  Refunded: '0x5e9f0820fcfb53b644becb775b651bae68c337106f21433e526551d1e02c1c0e',
+} as const;
+
+/** The zero address names a chain's native coin in the token list. */
+export const NATIVE_TOKEN = '0x0000000000000000000000000000000000000000';
+
+const word = (data: string, i: number) => `0x${data.slice(2 + 64 * i, 2 + 64 * (i + 1))}`;
+const topicAddress = (t: string | undefined) => (t ? `0x${t.slice(-40)}` : '');
+const padAddress = (a: string) => `0x${a.slice(2).padStart(64, '0')}`;
+
+export async function evmTip(gateway: ChainGateway, check: Pick<LegCheck, 'network'>): Promise<bigint> {
+  return gateway.evm(check.network).blockNumber();
+}
+
+async function load(gateway: ChainGateway, check: LegCheck): Promise<{ receipt: EvmReceipt; conf: number }> {
+  const rpc = gateway.evm(check.network);
+  const receipt = await rpc.receipt(check.txHash);
+  if (!receipt)
+    refuse('not_found', `transaction ${check.txHash} is not mined on network ${check.network.id}`);
+  if (receipt.status !== 'success') refuse('reverted', 'the transaction reverted');
+  const tip = await rpc.blockNumber();
+  const conf = tip >= receipt.blockNumber ? Number(tip - receipt.blockNumber + 1n) : 0;
+  requireConfirmations(check, conf);
+  return { receipt, conf };
+}
+
+function escrowEvent(check: LegCheck, receipt: EvmReceipt, topic: string): EvmLog {
+  const escrow = rpcAddress(check.network, check.network.escrow_address!);
+  const id = uuidToBytes32(check.intent.id).toLowerCase();
+  const log = receipt.logs.find((l) => l.address === escrow && l.topics[0] === topic && l.topics[1] === id);
+  if (!log)
+    refuse(
+      'escrow_event',
+      `the transaction has no escrow event for this intent from ${check.network.escrow_address}`,
+      {
+        escrow: check.network.escrow_address,
+      },
+    );
+  return log;
+}
+
+export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Promise<VerifiedLeg> {
+  const { intent, network } = check;
+  const { receipt, conf } = await load(gateway, check);
+  const rpc = gateway.evm(network);
+  const at = {
+    blockHeight: receipt.blockNumber,
+    blockHash: receipt.blockHash,
+    blockTime: await rpc.blockTime(receipt.blockNumber),
+    confirmations: conf,
+  };
+  requireFresh(check, receipt.blockNumber);
+
+  if (check.leg === 'fulfil') {
+    const resolver = identityFor(check.resolver, network.type);
+    if (!resolver) refuse('resolver_identity', `the resolver has no address on network ${network.id}`);
+    const from = rpcAddress(network, resolver);
+    const to = rpcAddress(network, intent.userDestAddress);
+    if (intent.destToken.toLowerCase() === NATIVE_TOKEN) {
+      const tx = await rpc.transaction(check.txHash);
+      if (!tx) refuse('not_found', 'the transaction is not known to the node');
+      if (tx.to !== to) refuse('recipient', `the transaction pays ${tx.to}, not ${intent.userDestAddress}`);
+      if (tx.from !== from)
+        refuse('sender', `the transaction is sent by ${tx.from}, not the resolver ${resolver}`);
+      if (tx.value < intent.minDestAmountLots)
+        refuse('amount', `the transaction pays ${tx.value}, at least ${intent.minDestAmountLots} expected`, {
+          paid: tx.value.toString(),
+          required: intent.minDestAmountLots.toString(),
+        });
+      return {
+        ...at,
+        index: -1,
+        recipient: intent.userDestAddress,
+        token: intent.destToken,
+        amount: tx.value,
+        sender: resolver,
+      };
+    }
+    const token = rpcAddress(network, intent.destToken);
+    const transfers = receipt.logs.filter((l) => l.topics[0] === TOPICS.Transfer && l.topics.length === 3);
+    if (!transfers.some((l) => l.address === token))
+      refuse('token', `the transaction moves no ${intent.destToken}`);
+    const toUser = transfers.filter((l) => l.address === token && topicAddress(l.topics[2]) === to);
+    if (toUser.length === 0)
+      refuse('recipient', `the transaction pays no ${intent.destToken} to ${intent.userDestAddress}`);
+    const fromResolver = toUser.filter((l) => topicAddress(l.topics[1]) === from);
+    if (fromResolver.length === 0)
+      refuse('sender', `the transfer to the user is not sent by the resolver ${resolver}`);
+    const paid = fromResolver.reduce((s, l) => s + BigInt(l.data), 0n);
+    if (paid < intent.minDestAmountLots)
+      refuse('amount', `the transaction transfers ${paid}, at least ${intent.minDestAmountLots} expected`, {
+        paid: paid.toString(),
+        required: intent.minDestAmountLots.toString(),
+      });
+    return {
+      ...at,
+      index: fromResolver[0]!.logIndex,
+      recipient: intent.userDestAddress,
+      token: intent.destToken,
+      amount: paid,
+      sender: resolver,
+    };
+  }
+
+  if (intent.mechanism !== 'permit2')
+    refuse(
+      'mechanism',
+      `a ${check.leg} on ${network.type} needs a permit2 intent, this one is ${intent.mechanism}`,
+    );
+  const pc = JSON.parse(intent.row.verify_context) as Permit2Context;
+  const escrow = network.escrow_address!;
+
+  if (check.leg === 'deposit') {
+    const ev = escrowEvent(check, receipt, TOPICS.Deposited);
+    const owner = rpcAddress(network, pc.owner);
+    const token = rpcAddress(network, pc.token);
+    if (ev.topics[2] !== padAddress(owner)) refuse('owner', 'the escrow locked the tokens of another owner');
+    if (ev.topics[3] !== padAddress(token)) refuse('token', 'the escrow locked another token');
+    const amount = BigInt(word(ev.data, 0));
+    if (amount !== intent.sourceAmountLots)
+      refuse('amount', `the escrow locked ${amount}, the quote is ${intent.sourceAmountLots}`, {
+        locked: amount.toString(),
+        required: intent.sourceAmountLots.toString(),
+      });
+    const resolver = rpcAddress(network, pc.witness.resolver);
+    if (`0x${word(ev.data, 1).slice(-40)}` !== resolver)
+      refuse('resolver', 'the lock names another resolver');
+    if (word(ev.data, 2) !== intent.secretHash.toLowerCase())
+      refuse('secret_hash', 'the lock names another secret hash');
+    const refundAfter = BigInt(word(ev.data, 3));
+    const earliest = BigInt(intent.deadline + check.refundSafetyMarginSecs);
+    if (refundAfter < earliest)
+      refuse(
+        'refund_after',
+        `the escrow lets the user refund at ${refundAfter}, before deadline + safety margin ${earliest}`,
+      );
+    const pulled = receipt.logs.some(
+      (l) =>
+        l.address === token &&
+        l.topics[0] === TOPICS.Transfer &&
+        topicAddress(l.topics[1]) === owner &&
+        topicAddress(l.topics[2]) === rpcAddress(network, escrow) &&
+        BigInt(l.data) === amount,
+    );
+    if (!pulled) refuse('transfer', 'no Transfer of the locked amount from the owner to the escrow');
+    return {
+      ...at,
+      index: ev.logIndex,
+      recipient: escrow,
+      token: intent.sourceToken,
+      amount,
+      sender: pc.owner,
+    };
+  }
+
+  if (check.leg === 'claim') {
+    const ev = escrowEvent(check, receipt, TOPICS.Claimed);
+    const preimage = Buffer.from(word(ev.data, 0).slice(2), 'hex');
+    if (`0x${createHash('sha256').update(preimage).digest('hex')}` !== intent.secretHash.toLowerCase())
+      refuse('preimage', 'the claim does not reveal the preimage');
+    return {
+      ...at,
+      index: ev.logIndex,
+      recipient: topicAddress(ev.topics[2]),
+      token: intent.sourceToken,
+      amount: intent.sourceAmountLots,
+      sender: escrow,
+    };
+  }
+
+  const ev = escrowEvent(check, receipt, TOPICS.Refunded);
+  if (topicAddress(ev.topics[2]) !== rpcAddress(network, pc.owner))
+    refuse('recipient', 'the refund went to another owner');
+  return {
+    ...at,
+    index: ev.logIndex,
+    recipient: pc.owner,
+    token: intent.sourceToken,
+    amount: intent.sourceAmountLots,
+    sender: escrow,
+  };
+}

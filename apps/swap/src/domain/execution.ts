@@ -1,0 +1,222 @@
+/**
+ * Execution after approval: the resolver-facing actions (accept, decline, report deposit / fulfil /
+ * claim / refund transactions, fetch the preimage) and the user's refund request and refund report.
+ * Each report is proven on chain first (settlement/verify.ts: one verifier per network type, the
+ * transaction bound to one leg of one intent), then the lifecycle table moves the status with the
+ * proof stored in the same database transaction (intent-store.ts `applyTransition`).
+ *
+ * Preimage release: only to the resolver that quoted and accepted the intent, and only once the
+ * intent is `Fulfilled` (the destination payment verified on chain). The user's source funds are
+ * safe until then; after the deadline + safety margin the user refunds (HTLC refund leaf, escrow).
+ */
+
+import { type HtlcContext, htlcOf } from '../chains/htlc-approval.ts';
+import { type Leg, legRecord } from '../chains/settlement/legs.ts';
+import { readAcceptanceTips, verifyLeg } from '../chains/settlement/verify.ts';
+import type { SwapContext } from '../context.ts';
+import { E } from '../errors.ts';
+import {
+  applyTransition,
+  expireIfDue,
+  type Intent,
+  type IntentPatch,
+  loadIntent,
+} from '../store/intent-store.ts';
+import type { Trigger } from './lifecycle.ts';
+import { canTransition } from './lifecycle.ts';
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+async function loadForResolver(ctx: SwapContext, resolverId: string, id: string): Promise<Intent> {
+  return expireIfDue(ctx.db, await loadIntent(ctx.db, id, { resolverId }), ctx.now());
+}
+
+function requireTransition(intent: Intent, trigger: Trigger): void {
+  if (!canTransition(intent.status, trigger)) {
+    if (intent.status === 'Expired' && !['request_refund', 'refund'].includes(trigger))
+      throw E.INTENT_EXPIRED.create(intent.id);
+    throw E.INVALID_TRANSITION.create(trigger.replace('_', ' '), intent.status);
+  }
+}
+
+function htlcContext(intent: Intent): HtlcContext {
+  return JSON.parse(intent.row.verify_context) as HtlcContext;
+}
+
+function execution<T>(intent: Intent): T {
+  if (!intent.row.execution) throw E.INVALID_TRANSITION.create('execute', intent.status);
+  return JSON.parse(intent.row.execution) as T;
+}
+
+export async function acceptIntent(ctx: SwapContext, resolverId: string, id: string): Promise<Intent> {
+  const intent = await loadForResolver(ctx, resolverId, id);
+  requireTransition(intent, 'accept');
+  // The tips of both networks now: every fulfilment and escrow deposit must be mined after them.
+  const tips = await readAcceptanceTips(ctx, intent);
+  const patch: IntentPatch = { accepted_at: ctx.now(), accepted_tips: JSON.stringify(tips) };
+  const details: Record<string, unknown> = { tips };
+  if (intent.mechanism === 'htlc') {
+    // Funds are locked only once a resolver commits: the service broadcasts the approved funding tx.
+    const ex = execution<{ fundingTxid: string; fundingTxHex: string }>(intent);
+    await ctx.gateway.bitcoin().broadcast(ex.fundingTxHex, ex.fundingTxid);
+    details.broadcast = ex.fundingTxid;
+  }
+  return applyTransition(ctx.db, intent, 'accept', `resolver:${resolverId}`, patch, ctx.now(), details);
+}
+
+export async function declineIntent(
+  ctx: SwapContext,
+  resolverId: string,
+  id: string,
+  reason?: string,
+): Promise<Intent> {
+  const intent = await loadForResolver(ctx, resolverId, id);
+  requireTransition(intent, 'decline');
+  const nowMs = ctx.now();
+  return applyTransition(
+    ctx.db,
+    intent,
+    'decline',
+    `resolver:${resolverId}`,
+    { declined_at: nowMs, decline_reason: reason ?? null },
+    nowMs,
+  );
+}
+
+/** Verifies `leg` on chain and moves the intent along `trigger` with the proof, in one store transaction. */
+async function settle(
+  ctx: SwapContext,
+  intent: Intent,
+  leg: Leg,
+  trigger: Trigger,
+  actor: string,
+  txHash: string,
+  patch: (tx: string, nowMs: number) => IntentPatch,
+): Promise<Intent> {
+  const proof = await verifyLeg(ctx, intent, leg, txHash);
+  const nowMs = ctx.now();
+  return applyTransition(
+    ctx.db,
+    intent,
+    trigger,
+    actor,
+    patch(proof.txHash, nowMs),
+    nowMs,
+    legRecord(proof) as unknown as Record<string, unknown>,
+    proof,
+  );
+}
+
+/** What each resolver-reported leg writes on the intent row with its proof. */
+const LEG_PATCH: Record<'deposit' | 'fulfil' | 'claim', (tx: string, nowMs: number) => IntentPatch> = {
+  // The user's funds locked for this intent (HTLC funding tx, escrow deposit, co-signed transfer).
+  deposit: (tx, nowMs) => ({ user_deposit_tx: tx, user_deposited_at: nowMs }),
+  // The destination leg, paid by the resolver to the user: the preimage becomes releasable.
+  fulfil: (tx, nowMs) => ({ fulfill_tx: tx, fulfilled_at: nowMs }),
+  // The resolver's claim of the source funds (Bitcoin: the HTLC claim leaf; EVM: the escrow's Claimed).
+  claim: (tx, nowMs) => ({ swap_tx: tx, swapped_at: nowMs }),
+};
+
+/** A resolver's report of a deposit, fulfilment or claim: proven on chain, then the transition. */
+export async function reportLeg(
+  ctx: SwapContext,
+  resolverId: string,
+  id: string,
+  leg: keyof typeof LEG_PATCH,
+  txHash: string,
+): Promise<Intent> {
+  const intent = await loadForResolver(ctx, resolverId, id);
+  requireTransition(intent, leg);
+  if (leg === 'claim' && intent.row.swap_tx) throw E.INVALID_TRANSITION.create('claim again', intent.status);
+  return settle(ctx, intent, leg, leg, `resolver:${resolverId}`, txHash, LEG_PATCH[leg]);
+}
+
+/** The preimage, for the accepting resolver of a Fulfilled intent. */
+export async function releaseSecret(
+  ctx: SwapContext,
+  resolverId: string,
+  id: string,
+): Promise<{ intent: Intent; preimage: string }> {
+  const intent = await loadForResolver(ctx, resolverId, id);
+  if (intent.status !== 'Fulfilled' || intent.row.accepted_at === null) throw E.SECRET_NOT_RELEASED.create();
+  const preimage = ctx.vault.open(intent.row.secret_sealed, intent.id);
+  try {
+    await ctx.db
+      .updateTable('intents')
+      .set({ secret_released_at: ctx.now() })
+      .where('id', '=', intent.id)
+      .where('secret_released_at', 'is', null)
+      .execute();
+    return { intent, preimage: `0x${preimage.toString('hex')}` };
+  } finally {
+    preimage.fill(0);
+  }
+}
+
+export async function requestRefund(ctx: SwapContext, apiKeyId: string, id: string): Promise<Intent> {
+  const intent = await expireIfDue(ctx.db, await loadIntent(ctx.db, id, { apiKeyId }), ctx.now());
+  requireTransition(intent, 'request_refund');
+  if (!intent.row.user_deposit_tx) {
+    throw E.INVALID_TRANSITION.createWith(
+      { details: { reason: 'nothing was deposited' } },
+      'request refund',
+      intent.status,
+    );
+  }
+  const nowMs = ctx.now();
+  return applyTransition(ctx.db, intent, 'request_refund', 'user', { refund_requested_at: nowMs }, nowMs);
+}
+
+/** A refund transaction, reported by the user (Bitcoin: their own refund-leaf spend) or the resolver. */
+export async function reportRefund(
+  ctx: SwapContext,
+  scope: { apiKeyId: string } | { resolverId: string },
+  id: string,
+  txHash: string,
+): Promise<Intent> {
+  const intent = await expireIfDue(ctx.db, await loadIntent(ctx.db, id, scope), ctx.now());
+  requireTransition(intent, 'refund');
+  if (!intent.row.user_deposit_tx) {
+    throw E.INVALID_TRANSITION.createWith(
+      { details: { reason: 'nothing was deposited' } },
+      'refund',
+      intent.status,
+    );
+  }
+  const actor = 'apiKeyId' in scope ? 'user' : `resolver:${scope.resolverId}`;
+  return settle(ctx, intent, 'refund', 'refund', actor, txHash, (tx, nowMs) => ({
+    refund_tx: tx,
+    refunded_at: nowMs,
+    refund_requested_at: intent.row.refund_requested_at ?? nowMs,
+  }));
+}
+
+/** What a resolver needs to execute: the public intent plus the mechanism's execution data. */
+export function resolverExecutionData(intent: Intent): Record<string, unknown> | null {
+  if (!intent.row.execution) return null;
+  const ex = JSON.parse(intent.row.execution) as Record<string, unknown>;
+  if (intent.mechanism === 'htlc') {
+    const hc = htlcContext(intent);
+    const htlc = htlcOf(hc);
+    return {
+      funding_txid: hc.fundingTxid,
+      funding_tx_hex: ex.fundingTxHex,
+      htlc_vout: hc.htlcVout,
+      amount: hc.amount,
+      htlc_address: htlc.address,
+      locktime: hc.locktime,
+      network: hc.network,
+      secret_hash: hc.secretHash,
+      resolver_pubkey: hex(htlc.resolverKey),
+      user_pubkey: hex(htlc.userKey),
+      claim_script: hex(htlc.claimScript),
+      refund_script: hex(htlc.refundScript),
+      claim_control_block: hex(htlc.claimControlBlock),
+      refund_control_block: hex(htlc.refundControlBlock),
+    };
+  }
+  if (intent.mechanism === 'permit2') {
+    return { permit2_signature: ex.signature, owner: ex.owner, nonce: ex.nonce, typed_data: ex.typedData };
+  }
+  return { signed_transaction: ex.signedTransaction };
+}

@@ -1,0 +1,186 @@
+/**
+ * The intent lifecycle: every status and every transition, in one table. Services ask `transition()`
+ * for the next status; nothing else decides one. The README's status table is generated from
+ * `TRANSITIONS` (a test keeps them equal).
+ */
+import { E } from '../errors.ts';
+
+export const STATUSES = [
+  'Initiated',
+  'ApprovalAdded',
+  'Accepted',
+  'Declined',
+  'UserDeposited',
+  'Fulfilled',
+  'Expired',
+  'RefundRequested',
+  'Refunded',
+] as const;
+export type IntentStatus = (typeof STATUSES)[number];
+
+export const STATUS_MEANINGS: Record<IntentStatus, string> = {
+  Initiated: 'Intent created; no approval added yet.',
+  ApprovalAdded: 'Required user approval received (verified).',
+  Accepted: 'A resolver accepted the swap and is ready to execute.',
+  Declined: 'A resolver declined the swap (nothing was deposited).',
+  UserDeposited:
+    "Source funds deposited: the user's funds are locked in escrow / the HTLC on the source network.",
+  Fulfilled:
+    'The resolver fulfilled the swap; the user has received the target token on the destination network.',
+  Expired: 'The deadline passed before the swap was fulfilled.',
+  RefundRequested: 'A refund has been requested and recorded.',
+  Refunded: 'The refund path is complete; source funds returned.',
+};
+
+export type Trigger =
+  | 'create'
+  | 'approve'
+  | 'accept'
+  | 'decline'
+  | 'deposit'
+  | 'fulfil'
+  | 'claim'
+  | 'expire'
+  | 'request_refund'
+  | 'refund';
+
+export type Actor = 'user' | 'resolver' | 'scheduler' | 'user or resolver';
+
+export interface Transition {
+  trigger: Trigger;
+  from: readonly (IntentStatus | null)[];
+  to: IntentStatus | 'unchanged';
+  actor: Actor;
+  /** When the transition is allowed (checked by the service before it asks for the transition). */
+  condition: string;
+  effects: string;
+}
+
+/** Statuses that the deadline turns into `Expired`. */
+export const EXPIRABLE: readonly IntentStatus[] = ['Initiated', 'ApprovalAdded', 'Accepted', 'UserDeposited'];
+
+export const TRANSITIONS: readonly Transition[] = [
+  {
+    trigger: 'create',
+    from: [null],
+    to: 'Initiated',
+    actor: 'user',
+    condition: 'own, unexpired, unused quote; addresses valid for the networks',
+    effects: 'preimage generated and sealed; approval data returned',
+  },
+  {
+    trigger: 'approve',
+    from: ['Initiated'],
+    to: 'ApprovalAdded',
+    actor: 'user',
+    condition:
+      'before the deadline; the approval verifies for the mechanism (signer, PSBT, co-signature, allowance)',
+    effects: 'approval stored; re-posting the same approval answers success without a transition',
+  },
+  {
+    trigger: 'accept',
+    from: ['ApprovalAdded'],
+    to: 'Accepted',
+    actor: 'resolver',
+    condition: 'the quoting resolver; before the deadline',
+    effects:
+      'the tips of the source and destination networks are recorded (later fulfilments and escrow deposits must be mined after them); htlc: the signed funding transaction is broadcast through Electrum',
+  },
+  {
+    trigger: 'decline',
+    from: ['ApprovalAdded', 'Accepted'],
+    to: 'Declined',
+    actor: 'resolver',
+    condition: 'the quoting resolver; nothing deposited yet',
+    effects: 'reserved UTXOs released',
+  },
+  {
+    trigger: 'deposit',
+    from: ['Accepted'],
+    to: 'UserDeposited',
+    actor: 'resolver',
+    condition:
+      "before the deadline; proven on chain with the network's confirmations, the tx settling no other leg: Bitcoin: the approved funding tx paying the HTLC the quoted amount; EVM/Tron: the escrow's Deposited event for this intent (owner, token, exact amount, resolver, secret hash, refundAfter ≥ deadline + safety margin) and the owner → escrow Transfer, mined after the acceptance; Solana: the approved co-signed transaction executed, after the acceptance",
+    effects: 'swap_metadata.user_deposit_tx, user_deposited_at; the proof in settlement[]',
+  },
+  {
+    trigger: 'fulfil',
+    from: ['UserDeposited'],
+    to: 'Fulfilled',
+    actor: 'resolver',
+    condition:
+      "before the deadline; proven on chain with the network's confirmations, mined after the acceptance, the tx settling no other leg: it pays user_dest_address at least min_dest_amount of the destination token (ERC-20 Transfer, native value, System transfer or Bitcoin outputs), sent by the resolver where the chain shows a sender",
+    effects:
+      'swap_metadata.fulfill_tx, fulfilled_at; the proof in settlement[]; the preimage becomes available to the accepting resolver',
+  },
+  {
+    trigger: 'claim',
+    from: ['Fulfilled'],
+    to: 'unchanged',
+    actor: 'resolver',
+    condition:
+      "once (swap_tx not set); proven on chain: Bitcoin: the tx spends this intent's HTLC output through the claim leaf, revealing the preimage; EVM/Tron: the escrow's Claimed event for this intent with the preimage; Solana: refused (the co-signed deposit paid the resolver directly)",
+    effects: 'swap_metadata.swap_tx, swapped_at; the proof in settlement[]',
+  },
+  {
+    trigger: 'expire',
+    from: EXPIRABLE,
+    to: 'Expired',
+    actor: 'scheduler',
+    condition: 'now >= deadline (also applied on read/write before any other trigger)',
+    effects: 'reserved UTXOs released',
+  },
+  {
+    trigger: 'request_refund',
+    from: ['Expired'],
+    to: 'RefundRequested',
+    actor: 'user',
+    condition: 'funds were deposited (user_deposit_tx set)',
+    effects: 'swap_metadata.refund_requested_at',
+  },
+  {
+    trigger: 'refund',
+    from: ['Expired', 'RefundRequested'],
+    to: 'Refunded',
+    actor: 'user or resolver',
+    condition:
+      "funds were deposited; proven on chain: Bitcoin: the tx spends this intent's HTLC output through the refund leaf; EVM/Tron: the escrow's Refunded event for this intent to the owner; Solana: System transfers of at least the source amount to the refund or source address",
+    effects:
+      'swap_metadata.refunded_at (refund_requested_at filled in if it was skipped); the proof in settlement[]',
+  },
+];
+
+const BY_TRIGGER = new Map<Trigger, Transition>(TRANSITIONS.map((t) => [t.trigger, t]));
+
+export const TERMINAL: readonly IntentStatus[] = STATUSES.filter(
+  (s) => !TRANSITIONS.some((t) => t.to !== 'unchanged' && t.from.includes(s)),
+);
+
+export function isStatus(s: string): s is IntentStatus {
+  return (STATUSES as readonly string[]).includes(s);
+}
+
+/**
+ * The status `trigger` leads to from `from`, or an INVALID_TRANSITION error. `unchanged` triggers
+ * return `from`.
+ */
+export function transition(from: IntentStatus | null, trigger: Trigger): IntentStatus {
+  const t = BY_TRIGGER.get(trigger);
+  if (!t?.from.includes(from)) throw E.INVALID_TRANSITION.create(trigger.replace('_', ' '), from ?? 'none');
+  return t.to === 'unchanged' ? (from as IntentStatus) : t.to;
+}
+
+export function canTransition(from: IntentStatus, trigger: Trigger): boolean {
+  return BY_TRIGGER.get(trigger)?.from.includes(from) ?? false;
+}
+
+/** The README table (generated; `lifecycle.test.ts` checks the README carries it). */
+export function transitionTableMarkdown(): string {
+  const rows = TRANSITIONS.map(
+    (t) =>
+      `| ${t.from.map((f) => (f === null ? '(none)' : `\`${f}\``)).join(', ')} | \`${t.trigger}\` | ${t.actor} | ${t.condition} | ${t.to === 'unchanged' ? '(unchanged)' : `\`${t.to}\``} | ${t.effects} |`,
+  );
+  return ['| From | Trigger | Actor | Condition | To | Effects |', '|---|---|---|---|---|---|', ...rows].join(
+    '\n',
+  );
+}

@@ -1,0 +1,189 @@
+/** Schema pieces shared by both surfaces and the resolver API. */
+import { type TSchema, Type } from '@rgbx/service-kit';
+import { PAGE } from '../domain/catalog.ts';
+
+export const Lots = Type.String({
+  pattern: '^(0|[1-9][0-9]{0,77})$',
+  description: 'Integer amount in lots (smallest unit) as a decimal string',
+});
+export const Uuid = Type.String({ format: 'uuid' });
+export const Address = Type.String({ minLength: 1, maxLength: 128 });
+export const TxHash = Type.String({
+  minLength: 1,
+  maxLength: 130,
+  description: 'Transaction hash/id on its chain',
+});
+export const NetworkId = Type.Integer({ minimum: 1, maximum: 2_147_483_647 });
+export const Status = Type.Union(
+  [
+    Type.Literal('Initiated'),
+    Type.Literal('ApprovalAdded'),
+    Type.Literal('Accepted'),
+    Type.Literal('Declined'),
+    Type.Literal('UserDeposited'),
+    Type.Literal('Fulfilled'),
+    Type.Literal('Expired'),
+    Type.Literal('RefundRequested'),
+    Type.Literal('Refunded'),
+  ],
+  { description: 'Intent status (see the README status table)' },
+);
+export const MechanismA = Type.Union([Type.Literal('permit2'), Type.Literal('htlc'), Type.Literal('cosign')]);
+export const MechanismB = Type.Union(
+  [Type.Literal('permit2'), Type.Literal('htlc'), Type.Literal('rgblock'), Type.Literal('cosign')],
+  { description: 'The set of values may change; clients must check it' },
+);
+export const NetworkType = Type.Union([
+  Type.Literal('EVM'),
+  Type.Literal('TRON'),
+  Type.Literal('BITCOIN'),
+  Type.Literal('SOLANA'),
+]);
+export const Limit = Type.Integer({
+  minimum: 1,
+  maximum: PAGE.maxLimit,
+  description: `Page size, default ${PAGE.defaultLimit}, maximum ${PAGE.maxLimit}`,
+});
+export const Offset = Type.Integer({
+  minimum: 0,
+  maximum: 1_000_000_000,
+  description: 'Results to skip, default 0',
+});
+export const Pagination = Type.Object({
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+  total: Type.Integer(),
+  pages: Type.Integer(),
+});
+export const JsonObject = Type.Record(Type.String(), Type.Unknown());
+export const ApiKeyHeader = Type.Object({
+  'x-api-key': Type.Optional(Type.String({ description: 'API key' })),
+});
+export const BpsInput = Type.Union([
+  Type.Integer({ minimum: 0, maximum: 10_000 }),
+  Type.String({ pattern: '^(0|[1-9][0-9]{0,4})$' }),
+]);
+/**
+ * A human amount: a decimal string (`"12.5"`; no sign, exponent, hex, spaces or leading zeros — else
+ * INVALID_AMOUNT, 422) or a JSON number (Hotpot clients send a number).
+ */
+export const HumanAmount = Type.Union([
+  Type.String({ minLength: 1, maxLength: 160, description: 'decimal text, e.g. "12.5"' }),
+  Type.Number({ minimum: 0 }),
+]);
+/** Integer lots in a request: decimal digits only (else INVALID_AMOUNT, 422). */
+export const LotsInput = Type.String({
+  minLength: 1,
+  maxLength: 80,
+  description: 'integer lots, e.g. "250000000"',
+});
+export const SwapType = Type.Union([Type.Literal('standard'), Type.Literal('optimized')]);
+export const DepositType = Type.Literal('escrowed');
+/** An affiliate name: 1–64 characters, no control characters. */
+export const AFFILIATE_NAME_PATTERN = '^[^\\u0000-\\u001f\\u007f]{1,64}$';
+
+/**
+ * An optional request field that also takes `null` for "absent" (Go SDKs marshal nil pointers and
+ * maps as `null`; the Hotpot widget sends `null`): the default applies. `dropAbsent` removes such
+ * values before the handler runs.
+ */
+export function Opt<T extends TSchema>(schema: T) {
+  return Type.Optional(Type.Union([schema, Type.Null()]));
+}
+/** Like `Opt`, and `""` also means absent (the Go SDK's zero value of an enum string). */
+export function OptEnum<T extends TSchema>(schema: T) {
+  return Type.Optional(Type.Union([schema, Type.Null(), Type.Literal('')]));
+}
+/** Keys where `""` means absent (see `OptEnum`). */
+const EMPTY_MEANS_ABSENT = new Set(['swap_type', 'deposit_type', 'swapType', 'depositType']);
+
+/** preHandler: top-level `null` values (and `""` of enum keys) of a body are absent values. */
+export async function dropAbsent(request: { body: unknown }): Promise<void> {
+  const b = request.body;
+  if (b === null || typeof b !== 'object' || Array.isArray(b)) return;
+  const o = b as Record<string, unknown>;
+  for (const [k, v] of Object.entries(o)) {
+    if (v === null || (v === '' && EMPTY_MEANS_ABSENT.has(k))) delete o[k];
+  }
+}
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+const LEG_DESCRIPTION =
+  'A settlement leg proven on chain: the transaction, where it is mined, and what was verified (recipient, token, amount, sender where the chain shows one). Anyone can re-check it against the chain.';
+
+/** One verified settlement leg, Surface A (camelCase). */
+export const SettlementLegA = Type.Object(
+  {
+    leg: Type.Union([
+      Type.Literal('deposit'),
+      Type.Literal('fulfil'),
+      Type.Literal('claim'),
+      Type.Literal('refund'),
+    ]),
+    networkId: Type.Integer(),
+    txHash: Type.String(),
+    index: Type.Integer({
+      description:
+        'output (Bitcoin), log (EVM/Tron) or instruction (Solana) index; -1 = the transaction itself',
+    }),
+    blockHeight: NullableString,
+    blockHash: NullableString,
+    blockTime: Type.Union([Type.Integer(), Type.Null()]),
+    confirmations: Type.Integer({ description: 'at verification' }),
+    recipient: Type.String(),
+    token: Type.String(),
+    amount: Type.String({ pattern: '^[0-9]+$' }),
+    sender: NullableString,
+    verifiedAt: Type.String({ format: 'date-time' }),
+  },
+  { description: LEG_DESCRIPTION },
+);
+
+/** One verified settlement leg, Surface B and the resolver API (snake_case). */
+export const SettlementLegB = Type.Object(
+  {
+    leg: Type.Union([
+      Type.Literal('deposit'),
+      Type.Literal('fulfil'),
+      Type.Literal('claim'),
+      Type.Literal('refund'),
+    ]),
+    network_id: Type.Integer(),
+    tx_hash: Type.String(),
+    index: Type.Integer(),
+    block_height: NullableString,
+    block_hash: NullableString,
+    block_time: Type.Union([Type.Integer(), Type.Null()]),
+    confirmations: Type.Integer(),
+    recipient: Type.String(),
+    token: Type.String(),
+    amount: Type.String({ pattern: '^[0-9]+$' }),
+    sender: NullableString,
+    verified_at: Type.String({ format: 'date-time' }),
+  },
+  { description: LEG_DESCRIPTION },
+);
+
+/**
+ * A list filter in a query string: repeated parameters (`wallet=a&wallet=b`, the Hotpot Go SDK) and
+ * comma lists (`wallet=a,b`) both work, up to 20 values.
+ */
+export const QueryList = (description: string) =>
+  Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { maxItems: 20, description }));
+
+/** The values of a `QueryList` parameter, comma lists split, empty items dropped. */
+export function listValues(v: readonly string[] | undefined): string[] | undefined {
+  const out = (v ?? [])
+    .flatMap((x) => x.split(','))
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0);
+  if (out.length > 20) return out.slice(0, 20);
+  return out.length > 0 ? out : undefined;
+}
+
+/** `active`: `true` = swaps still in flight; absent or `false` = all swaps (Hotpot clients always send `false`). */
+export const ActiveFilter = Type.Optional(
+  Type.Boolean({
+    description: 'true: only swaps still in flight (not terminal); false or absent: all swaps',
+  }),
+);

@@ -1,0 +1,260 @@
+/**
+ * Intent rows ↔ the `Intent` model, and the only code that changes an intent's status:
+ * `applyTransition` asks the lifecycle table for the next status and writes it with a guarded
+ * UPDATE (`WHERE status = <current>`) plus an `intent_events` row, in one transaction. Two racing
+ * writers cannot both move the same intent: the loser sees 0 rows and gets INVALID_TRANSITION.
+ */
+import type { Selectable, Transaction, Updateable } from 'kysely';
+import { insertLeg, type LegProof, type LegRecord, parseSettlement } from '../chains/settlement/legs.ts';
+import type { ApprovalMechanism } from '../domain/catalog.ts';
+import { EXPIRABLE, type IntentStatus, isStatus, type Trigger, transition } from '../domain/lifecycle.ts';
+import { E } from '../errors.ts';
+import { type IntentTable, ms, type SwapDatabase, type SwapDb } from './database.ts';
+
+export type IntentRow = Selectable<IntentTable>;
+export type Executor = SwapDb | Transaction<SwapDatabase>;
+
+export interface SwapMetadata {
+  id: string;
+  proxyAddress: string;
+  userDepositTx: string | null;
+  fulfillTx: string | null;
+  swapTx: string | null;
+  refundTx: string | null;
+  createdAt: string;
+  userDepositedAt: string | null;
+  fulfilledAt: string | null;
+  swappedAt: string | null;
+  refundedAt: string | null;
+  refundRequestedAt: string | null;
+}
+
+export interface Intent {
+  id: string;
+  apiKeyId: string;
+  quoteId: string;
+  resolverId: string;
+  status: IntentStatus;
+  mechanism: ApprovalMechanism;
+  sourceChain: number;
+  sourceToken: string;
+  destChain: number;
+  destToken: string;
+  sourceAmountLots: bigint;
+  sourceAmountDecimals: number;
+  destAmountDecimals: number;
+  minDestAmountLots: bigint;
+  maxDestAmountLots: bigint;
+  userSourceAddress: string;
+  userSourcePublicKey: string | null;
+  userDestAddress: string;
+  refundAddress: string;
+  retailUserId: string | null;
+  /** Unix seconds. */
+  deadline: number;
+  secretHash: string;
+  paramsToSign: unknown;
+  metadata: SwapMetadata;
+  /** Verified settlement legs, in the order they were proven. */
+  settlement: LegRecord[];
+  row: IntentRow;
+}
+
+function iso(v: number | string | null): string | null {
+  return v === null ? null : new Date(Number(v)).toISOString();
+}
+
+/** The escrow or HTLC address the user's funds go to (`swap_metadata.proxy_address`). */
+function proxyAddressOf(r: IntentRow): string {
+  const ctx = JSON.parse(r.verify_context) as { proxyAddress?: string };
+  return ctx.proxyAddress ?? '';
+}
+
+export function toIntent(r: IntentRow): Intent {
+  if (!isStatus(r.status)) throw new Error(`intent ${r.id}: unknown status ${r.status} in the store`);
+  return {
+    id: r.id,
+    apiKeyId: r.api_key_id,
+    quoteId: r.quote_id,
+    resolverId: r.resolver_id,
+    status: r.status,
+    mechanism: r.mechanism as ApprovalMechanism,
+    sourceChain: r.source_chain,
+    sourceToken: r.source_token,
+    destChain: r.dest_chain,
+    destToken: r.dest_token,
+    sourceAmountLots: BigInt(r.source_amount_lots),
+    sourceAmountDecimals: r.source_decimals,
+    destAmountDecimals: r.dest_decimals,
+    minDestAmountLots: BigInt(r.min_dest_lots),
+    maxDestAmountLots: BigInt(r.max_dest_lots),
+    userSourceAddress: r.user_source_address,
+    userSourcePublicKey: r.user_source_public_key,
+    userDestAddress: r.user_dest_address,
+    refundAddress: r.refund_address,
+    retailUserId: r.retail_user_id,
+    deadline: ms(r.deadline),
+    secretHash: r.secret_hash,
+    paramsToSign: JSON.parse(r.params_to_sign),
+    metadata: {
+      id: r.id,
+      proxyAddress: proxyAddressOf(r),
+      userDepositTx: r.user_deposit_tx,
+      fulfillTx: r.fulfill_tx,
+      swapTx: r.swap_tx,
+      refundTx: r.refund_tx,
+      createdAt: iso(r.created_at)!,
+      userDepositedAt: iso(r.user_deposited_at),
+      fulfilledAt: iso(r.fulfilled_at),
+      swappedAt: iso(r.swapped_at),
+      refundedAt: iso(r.refunded_at),
+      refundRequestedAt: iso(r.refund_requested_at),
+    },
+    settlement: parseSettlement(r.settlement),
+    row: r,
+  };
+}
+
+export type IntentScope = { apiKeyId: string } | { resolverId: string };
+
+/** Loads an intent visible to the caller; INTENT_NOT_FOUND (404) for unknown ids and other tenants. */
+export async function loadIntent(db: Executor, id: string, scope: IntentScope): Promise<Intent> {
+  let q = db.selectFrom('intents').selectAll().where('id', '=', id);
+  q =
+    'apiKeyId' in scope
+      ? q.where('api_key_id', '=', scope.apiKeyId)
+      : q.where('resolver_id', '=', scope.resolverId);
+  const r = await q.executeTakeFirst();
+  if (!r) throw 'apiKeyId' in scope ? E.INTENT_NOT_FOUND.create(id) : E.RESOLVER_NOT_ASSIGNED.create(id);
+  return toIntent(r);
+}
+
+export type IntentPatch = Omit<Updateable<IntentTable>, 'id' | 'status' | 'updated_at'>;
+
+/**
+ * Moves `intent` along `trigger` (lifecycle table) and writes `patch` with it. Returns the updated
+ * intent. `unchanged` triggers only write the patch (still guarded by the current status). A
+ * settlement `leg` is inserted in the same database transaction: if the transaction id already
+ * settles another leg (a concurrent report), nothing of the transition is written.
+ */
+export async function applyTransition(
+  db: SwapDb,
+  intent: Intent,
+  trigger: Trigger,
+  actor: string,
+  patch: IntentPatch,
+  nowMs: number,
+  details?: Record<string, unknown>,
+  leg?: LegProof,
+): Promise<Intent> {
+  const next = transition(intent.status, trigger);
+  return db.transaction().execute(async (trx) => {
+    // Guarded on the status read before (a concurrent transition makes it match no row); the changed row comes
+    // back with the update instead of a select afterwards.
+    let row = await trx
+      .updateTable('intents')
+      .set({ ...patch, status: next, updated_at: nowMs })
+      .where('id', '=', intent.id)
+      .where('status', '=', intent.status)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) {
+      const current = await trx
+        .selectFrom('intents')
+        .select('status')
+        .where('id', '=', intent.id)
+        .executeTakeFirst();
+      throw E.INVALID_TRANSITION.create(trigger.replace('_', ' '), current?.status ?? 'none');
+    }
+    if (leg) {
+      const settlement = await insertLeg(trx, intent.id, intent.row.settlement, leg);
+      row = await trx
+        .updateTable('intents')
+        .set({ settlement })
+        .where('id', '=', intent.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    }
+    await trx
+      .insertInto('intent_events')
+      .values({
+        intent_id: intent.id,
+        from_status: intent.status,
+        to_status: next,
+        trigger,
+        actor,
+        details: details ? JSON.stringify(details) : null,
+        at: nowMs,
+      })
+      .execute();
+    return toIntent(row);
+  });
+}
+
+/** Deadline check applied before anything else: an expirable intent past its deadline becomes Expired. */
+export async function expireIfDue(db: SwapDb, intent: Intent, nowMs: number): Promise<Intent> {
+  if (!EXPIRABLE.includes(intent.status) || intent.deadline * 1000 > nowMs) return intent;
+  try {
+    return await applyTransition(db, intent, 'expire', 'scheduler', { expired_at: nowMs }, nowMs);
+  } catch (err) {
+    if (!E.INVALID_TRANSITION.is(err)) throw err;
+    // Someone else moved it first (another request or the scheduler): read what it is now.
+    const r = await db
+      .selectFrom('intents')
+      .selectAll()
+      .where('id', '=', intent.id)
+      .executeTakeFirstOrThrow();
+    return toIntent(r);
+  }
+}
+
+/** One scheduler pass: expires up to `limit` intents whose deadline passed; returns how many. */
+export async function expireDue(db: SwapDb, nowMs: number, limit = 500): Promise<number> {
+  const rows = await db
+    .selectFrom('intents')
+    .selectAll()
+    .where('status', 'in', [...EXPIRABLE])
+    .where('deadline', '<=', Math.floor(nowMs / 1000))
+    .orderBy('deadline')
+    .limit(limit)
+    .execute();
+  let n = 0;
+  for (const r of rows) {
+    const after = await expireIfDue(db, toIntent(r), nowMs);
+    if (after.status === 'Expired' && r.status !== 'Expired') n++;
+  }
+  return n;
+}
+
+export interface SwapListFilter {
+  limit: number;
+  offset: number;
+  status?: IntentStatus;
+  /** true: only intents not in a terminal status (absent: all). */
+  active?: true;
+  /** Any of these source or destination addresses. */
+  wallets?: string[] | undefined;
+  /** Any of these retail user ids. */
+  retailUserIds?: string[] | undefined;
+}
+
+export async function listIntents(
+  db: SwapDb,
+  apiKeyId: string,
+  f: SwapListFilter,
+  terminal: readonly IntentStatus[],
+): Promise<{ items: Intent[]; total: number }> {
+  let q = db.selectFrom('intents').where('api_key_id', '=', apiKeyId);
+  if (f.status) q = q.where('status', '=', f.status);
+  if (f.active === true) q = q.where('status', 'not in', [...terminal]);
+  if (f.wallets) {
+    const w = f.wallets;
+    q = q.where((eb) => eb.or([eb('user_source_address', 'in', w), eb('user_dest_address', 'in', w)]));
+  }
+  if (f.retailUserIds) q = q.where('retail_user_id', 'in', f.retailUserIds);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('created_at', 'desc').orderBy('id').limit(f.limit).offset(f.offset).execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map(toIntent), total: Number(count.n) };
+}
