@@ -1,5 +1,5 @@
 /** Command line of `rgbx-cloud` (`npm run cloud -- …`). */
-import { parseArgs } from 'node:util';
+import { parseCommandLine, UsageError } from '@rgbx/service-kit';
 
 export const USAGE = `usage: rgbx-cloud [-c FILE] [command]
 
@@ -27,9 +27,7 @@ encryption_key or encryption_key_file, or the environment variable RGBX_CLOUD_EN
 Once listening, one JSON line is printed to stdout: {"event":"listening","url":"http://HOST:PORT"}.
 Logs go to stderr.`;
 
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
+export { UsageError };
 
 export type Command =
   | { kind: 'help' }
@@ -44,12 +42,7 @@ export type Command =
   | { kind: 'encryption-key' };
 
 export function parseCli(argv: string[]): { config?: string; command: Command } {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const parsed = parse(argv);
   const v = parsed.values;
   const config = v.config;
   const withConfig = (command: Command) => (config === undefined ? { command } : { config, command });
@@ -91,16 +84,11 @@ export function parseCli(argv: string[]): { config?: string; command: Command } 
 }
 
 function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      config: { type: 'string', short: 'c' },
-      account: { type: 'string' },
-      name: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  return parseCommandLine(argv, {
+    config: { type: 'string', short: 'c' },
+    account: { type: 'string' },
+    name: { type: 'string' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
   });
 }

@@ -5,9 +5,9 @@
  * running.
  */
 import { randomBytes } from 'node:crypto';
-import { ConfigError, createLogger, formatConfigError, runService } from '@rgbx/service-kit';
+import { announceListening, createLogger, runMain, runService } from '@rgbx/service-kit';
 import { createToken, listTokens, revokeToken } from './auth/tokens.ts';
-import { type Command, parseCli, USAGE, UsageError } from './cli.ts';
+import { type Command, parseCli, USAGE } from './cli.ts';
 import { buildCloud } from './cloud.ts';
 import { type CloudConfig, loadConfig, requireEncryptionKey } from './config.ts';
 import { openCloudDatabase } from './db/open.ts';
@@ -85,31 +85,17 @@ async function admin(cfg: CloudConfig, command: Command): Promise<number> {
 }
 
 async function main(): Promise<number | undefined> {
-  let cli: ReturnType<typeof parseCli>;
-  let cfg: CloudConfig;
-  try {
-    cli = parseCli(process.argv.slice(2));
-    if (cli.command.kind === 'help') {
-      out(USAGE);
-      return 0;
-    }
-    if (cli.command.kind === 'encryption-key') {
-      out(randomBytes(32).toString('hex'));
-      return 0;
-    }
-    cfg = loadConfig(cli.config === undefined ? {} : { file: cli.config });
-    if (cli.command.kind === 'serve' || cli.command.kind.startsWith('keys-')) requireEncryptionKey(cfg);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`rgbx-cloud: ${err.message}\n\n${USAGE}\n`);
-      return 2;
-    }
-    if (err instanceof ConfigError) {
-      process.stderr.write(`rgbx-cloud: ${formatConfigError(err)}\n`);
-      return 2;
-    }
-    throw err;
+  const cli = parseCli(process.argv.slice(2));
+  if (cli.command.kind === 'help') {
+    out(USAGE);
+    return 0;
   }
+  if (cli.command.kind === 'encryption-key') {
+    out(randomBytes(32).toString('hex'));
+    return 0;
+  }
+  const cfg: CloudConfig = loadConfig(cli.config === undefined ? {} : { file: cli.config });
+  if (cli.command.kind === 'serve' || cli.command.kind.startsWith('keys-')) requireEncryptionKey(cfg);
   if (cli.command.kind !== 'serve') return admin(cfg, cli.command);
 
   const logger = createLogger({ name: 'cloud', level: cfg.cloud.log_level, destination: 2 });
@@ -133,16 +119,8 @@ async function main(): Promise<number | undefined> {
   });
   cloud.startWorkers();
   logger.info({ dialect: cloud.dialect, dataDir: cfg.dataDir }, 'cloud started');
-  out(JSON.stringify({ event: 'listening', url: svc.address.url }));
+  announceListening(svc.address.url);
   return undefined;
 }
 
-main().then(
-  (code) => {
-    if (code !== undefined) process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`rgbx-cloud: fatal: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain('rgbx-cloud', main, { usage: USAGE });

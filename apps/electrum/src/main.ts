@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { BitcoindRpc } from '@rgbx/chains/btc';
-import { createLogger, formatConfigError, loadTomlConfig } from '@rgbx/service-kit';
+import { announceListening, createLogger, loadTomlConfig, runMain } from '@rgbx/service-kit';
 import { ElectrumConfig } from './config.ts';
 import { ElectrumServer } from './server.ts';
 
@@ -68,9 +68,7 @@ async function main(): Promise<void> {
   });
   const { host, port, indexMs, height } = await server.start();
   // One machine-readable line on stdout for launchers; logs go through pino.
-  process.stdout.write(
-    `${JSON.stringify({ event: 'listening', url: `tcp://${host}:${port}`, height, index_ms: Math.round(indexMs) })}\n`,
-  );
+  announceListening(`tcp://${host}:${port}`, { height, index_ms: Math.round(indexMs) });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) process.exit(1);
@@ -85,8 +83,5 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-main().catch((err: Error) => {
-  const msg = err.name === 'ConfigError' ? formatConfigError(err) : err.message;
-  console.error(`rgbx-electrum: ${msg}`);
-  process.exit(1);
-});
+// A bad configuration exits with status 1, as this service has always documented.
+runMain('rgbx-electrum', main, { badInputExitCode: 1 });

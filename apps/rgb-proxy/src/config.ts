@@ -4,8 +4,7 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
+import { loadTomlConfig, parseCommandLine, type Static, Type, UsageError } from '@rgbx/service-kit';
 import { DEFAULT_MAX_JSON_BYTES, DEFAULT_MAX_UPLOAD_BYTES } from './app.ts';
 
 export const ConfigSchema = Type.Object({
@@ -51,9 +50,7 @@ options:
 Once listening, one JSON line is printed to stdout: {"event":"listening","url":"http://HOST:PORT"}.
 Logs go to stderr.`;
 
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
+export { UsageError };
 
 function intFlag(name: string, raw: string | undefined, min: number, max: number): number | undefined {
   if (raw === undefined) return undefined;
@@ -66,12 +63,7 @@ function intFlag(name: string, raw: string | undefined, min: number, max: number
 export type CliResult = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: ProxyConfig };
 
 export function parseCli(argv: string[], env: Record<string, string | undefined> = process.env): CliResult {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const parsed = parse(argv);
   const v = parsed.values;
   if (v.help) return { kind: 'help' };
   if (v.version) return { kind: 'version' };
@@ -102,19 +94,14 @@ export function parseCli(argv: string[], env: Record<string, string | undefined>
 }
 
 function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      config: { type: 'string', short: 'c' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'data-dir': { type: 'string' },
-      'max-upload-bytes': { type: 'string' },
-      'log-level': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean', short: 'v' },
-    },
+  return parseCommandLine(argv, {
+    config: { type: 'string', short: 'c' },
+    host: { type: 'string' },
+    port: { type: 'string' },
+    'data-dir': { type: 'string' },
+    'max-upload-bytes': { type: 'string' },
+    'log-level': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+    version: { type: 'boolean', short: 'v' },
   });
 }

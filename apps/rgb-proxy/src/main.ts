@@ -4,26 +4,13 @@
  * Prints `{"event":"listening","url":"http://HOST:PORT"}` on stdout once it accepts connections
  * (the devnet launcher reads the port from it); everything else is logged to stderr.
  */
-import { ConfigError, createLogger, formatConfigError, runService } from '@rgbx/service-kit';
+import { announceListening, createLogger, runMain, runService } from '@rgbx/service-kit';
 import { buildApp } from './app.ts';
-import { parseCli, USAGE, UsageError } from './config.ts';
+import { parseCli, USAGE } from './config.ts';
 import { SERVER_VERSION } from './methods.ts';
 
 async function main(): Promise<number | undefined> {
-  let cli: ReturnType<typeof parseCli>;
-  try {
-    cli = parseCli(process.argv.slice(2));
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`rgbx-rgb-proxy: ${err.message}\n\n${USAGE}\n`);
-      return 2;
-    }
-    if (err instanceof ConfigError) {
-      process.stderr.write(`rgbx-rgb-proxy: ${formatConfigError(err)}\n`);
-      return 2;
-    }
-    throw err;
-  }
+  const cli = parseCli(process.argv.slice(2));
   if (cli.kind === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return 0;
@@ -48,18 +35,8 @@ async function main(): Promise<number | undefined> {
     logger,
     shutdownTimeoutMs: cfg.shutdownTimeoutMs,
   });
-  process.stdout.write(`${JSON.stringify({ event: 'listening', url: svc.address.url })}\n`);
+  announceListening(svc.address.url);
   return undefined;
 }
 
-main().then(
-  (code) => {
-    if (code !== undefined) process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(
-      `rgbx-rgb-proxy: fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exit(1);
-  },
-);
+runMain('rgbx-rgb-proxy', main, { usage: USAGE, stack: true });

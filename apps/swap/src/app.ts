@@ -15,8 +15,7 @@ import { buildResolvers, type Resolver } from './domain/resolvers.ts';
 import { ErrorEnvelopeSchema, errorTable, swapEnvelope } from './errors.ts';
 import { createHealthCheck, type HealthCheck } from './http/health.ts';
 import { registerResolverApi } from './http/resolver-api.ts';
-import { registerSurfaceA } from './http/surface-a.ts';
-import { registerSurfaceB } from './http/surface-b.ts';
+import { registerSurfaces } from './http/routes.ts';
 import type { SwapDb } from './store/database.ts';
 
 export const SERVICE_VERSION = '0.1.0';
@@ -97,8 +96,7 @@ export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
   });
   app.addSchema(ErrorEnvelopeSchema);
   const health = createHealthCheck(ctx);
-  registerSurfaceA(app, ctx, health);
-  registerSurfaceB(app, ctx, health);
+  registerSurfaces(app, ctx, health);
   registerResolverApi(app, ctx);
   app.addHook('onClose', async () => {
     health.markStopping();

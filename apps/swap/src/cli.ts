@@ -1,5 +1,5 @@
 /** Command line of `rgbx-swap` (`npm run swap -- …`). */
-import { parseArgs } from 'node:util';
+import { parseCommandLine, UsageError } from '@rgbx/service-kit';
 
 export const USAGE = `usage:
   rgbx-swap -c FILE                       run the swap service
@@ -13,9 +13,7 @@ export const USAGE = `usage:
 Once listening, one JSON line is printed to stdout: {"event":"listening","url":"http://HOST:PORT"}.
 Logs (pino JSON) go to stderr.`;
 
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
+export { UsageError };
 
 export type Command =
   | { kind: 'help' }
@@ -28,12 +26,7 @@ export type Command =
   | { kind: 'preimage-key' };
 
 export function parseCli(argv: string[]): Command {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const parsed = parse(argv);
   const v = parsed.values;
   const [cmd, sub, arg, ...rest] = parsed.positionals;
   if (v.help) return { kind: 'help' };
@@ -66,16 +59,11 @@ export function parseCli(argv: string[]): Command {
 }
 
 function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      config: { type: 'string', short: 'c' },
-      name: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean', short: 'v' },
-    },
+  return parseCommandLine(argv, {
+    config: { type: 'string', short: 'c' },
+    name: { type: 'string' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+    version: { type: 'boolean', short: 'v' },
   });
 }

@@ -9,6 +9,9 @@
  *
  * The health check's 503 body `{ code, message }` is the same envelope.
  */
+
+import { VerificationError } from '@rgbx/chains/btc';
+import type { SwapError } from '@rgbx/contracts/swap';
 import {
   defineErrors,
   type ErrorEnvelopeFactory,
@@ -303,24 +306,42 @@ const KIT_CODE_ALIASES: Record<string, SwapErrorName> = {
   RANGE_NOT_SATISFIABLE: 'BAD_REQUEST',
 };
 
-export const ErrorEnvelopeSchema = Type.Object(
-  {
-    code: Type.Integer({ description: 'Stable integer code (see the error table; 25 = Permit2 allowance)' }),
-    type: Type.String({ description: 'The code as an UPPER_SNAKE name' }),
-    message: Type.String({ description: 'Human-readable message' }),
-    details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    entity: Type.Optional(
-      Type.String({
-        description:
-          "The kind of thing the error is about, with the Hotpot SDK's EntityKind names (Intent, Quote, Approval, Network, Token, Address, Transaction, Resolver, Affiliate); absent when about none",
-      }),
-    ),
-  },
-  { $id: 'SwapError', description: 'Every error reply of the swap service' },
-);
-export type SwapErrorBody = Static<typeof ErrorEnvelopeSchema>;
+export { SwapError as ErrorEnvelopeSchema } from '@rgbx/contracts/swap';
+export type SwapErrorBody = Static<typeof SwapError>;
 
-export const ErrorRef = Type.Unsafe<SwapErrorBody>({ $ref: 'SwapError#' });
+/**
+ * A chains-module `VerificationError` (a PSBT, signature or transaction that does not do what it
+ * must) as this service's `error`, its reason, expected and received values in `details`; any
+ * other error is rethrown as it is.
+ */
+export function verificationFailure(
+  err: unknown,
+  error: { createWith(options: { details: Record<string, unknown> }, message: string): Error },
+): never {
+  if (err instanceof VerificationError) {
+    throw error.createWith(
+      {
+        details: {
+          reason: err.code,
+          ...(err.expected === undefined ? {} : { expected: err.expected }),
+          ...(err.received === undefined ? {} : { received: err.received }),
+        },
+      },
+      err.message,
+    );
+  }
+  throw err;
+}
+
+const ErrorRef = Type.Unsafe<SwapErrorBody>({ $ref: 'SwapError#' });
+
+/**
+ * The documented error replies of a route, by HTTP status. Typed as nothing so they do not widen
+ * the handlers' return types.
+ */
+export function errorReplies(...statuses: number[]): Record<never, never> {
+  return Object.fromEntries(statuses.map((c) => [c, ErrorRef]));
+}
 
 function nameOf(e: ErrorInfo): SwapErrorName {
   if (Object.hasOwn(ERROR_CODES, e.code)) return e.code as SwapErrorName;

@@ -4,10 +4,10 @@ import { randomBytes } from 'node:crypto';
  * rgbx-swap: runs the swap service until SIGTERM/SIGINT, or manages API keys.
  */
 import { mkdirSync } from 'node:fs';
-import { ConfigError, createLogger, formatConfigError, runService, sha256 } from '@rgbx/service-kit';
+import { announceListening, createLogger, runMain, runService, sha256 } from '@rgbx/service-kit';
 import { redactUrl } from '@rgbx/store';
 import { buildSwapApp, SERVICE_VERSION } from './app.ts';
-import { parseCli, USAGE, UsageError } from './cli.ts';
+import { parseCli, USAGE } from './cli.ts';
 import { loadConfig, type SwapConfig } from './config.ts';
 import { startScheduler } from './domain/scheduler.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from './store/api-keys.ts';
@@ -27,20 +27,8 @@ async function openDb(cfg: SwapConfig) {
 async function main(): Promise<number | undefined> {
   let cmd: ReturnType<typeof parseCli>;
   let cfg: SwapConfig | undefined;
-  try {
-    cmd = parseCli(process.argv.slice(2));
-    if ('config' in cmd) cfg = loadConfig({ file: cmd.config });
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`rgbx-swap: ${err.message}\n\n${USAGE}\n`);
-      return 2;
-    }
-    if (err instanceof ConfigError) {
-      process.stderr.write(`rgbx-swap: ${formatConfigError(err)}\n`);
-      return 2;
-    }
-    throw err;
-  }
+  cmd = parseCli(process.argv.slice(2));
+  if ('config' in cmd) cfg = loadConfig({ file: cmd.config });
   switch (cmd.kind) {
     case 'help':
       out(USAGE);
@@ -123,16 +111,8 @@ async function main(): Promise<number | undefined> {
       await close();
     },
   });
-  out(JSON.stringify({ event: 'listening', url: svc.address.url }));
+  announceListening(svc.address.url);
   return undefined;
 }
 
-main().then(
-  (code) => {
-    if (code !== undefined) process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`rgbx-swap: fatal: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain('rgbx-swap', main, { usage: USAGE });

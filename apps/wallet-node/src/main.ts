@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { killLeftoverChildren } from '@rgbx/rgb';
-import { createLogger, formatConfigError, loadTomlConfig, runService } from '@rgbx/service-kit';
+import { announceListening, createLogger, loadTomlConfig, runMain, runService } from '@rgbx/service-kit';
 import { buildWalletNode } from './app.ts';
 import { ineffectiveKeys, prepareConfig, WalletNodeConfig } from './config.ts';
 import { lockDataDir } from './lock.ts';
@@ -64,11 +64,8 @@ async function main(): Promise<void> {
       release();
     },
   });
-  process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.address.url })}\n`);
+  announceListening(running.address.url);
 }
 
-main().catch((err: Error) => {
-  const msg = err.name === 'ConfigError' ? formatConfigError(err) : err.message;
-  console.error(`rgbx-wallet-node: ${msg}`);
-  process.exit(1);
-});
+// A bad configuration exits with status 1, as this service has always documented.
+runMain('rgbx-wallet-node', main, { badInputExitCode: 1 });

@@ -52,6 +52,7 @@ export {
   type ServiceAddress,
 } from './lifecycle.ts';
 export { type CreateLoggerOptions, createLogger, type Logger, REDACT_PATHS } from './logger.ts';
+export { announceListening, parseCommandLine, type RunMainOptions, runMain, UsageError } from './main.ts';
 export { freePort, isListening, waitFor } from './ports.ts';
 export { installJsonParser } from './raw-body.ts';
 export { SealedBox, SealedBoxError, type SealedBoxFailure, type SealedBoxOptions } from './sealed-box.ts';

@@ -12,7 +12,6 @@ import {
   ChainInputError,
   MEMO_PROGRAM_ADDRESS,
   SYSTEM_PROGRAM_ADDRESS,
-  VerificationError,
   verifyCosignTransaction,
 } from '@rgbx/chains/sol';
 
@@ -33,7 +32,7 @@ const SOLANA_PROGRAMS = new Set<string>([
 ]);
 
 import type { NetworkConfig } from '../config.ts';
-import { E } from '../errors.ts';
+import { E, verificationFailure } from '../errors.ts';
 import type { ChainGateway } from './chain-gateway.ts';
 
 export interface CosignContext {
@@ -118,18 +117,6 @@ export async function verifyCosignApproval(
     });
     return { canonical: r.userSignature, signedTransaction: txHex.toLowerCase() };
   } catch (err) {
-    if (err instanceof VerificationError) {
-      throw E.INVALID_COSIGN.createWith(
-        {
-          details: {
-            reason: err.code,
-            ...(err.expected === undefined ? {} : { expected: err.expected }),
-            ...(err.received === undefined ? {} : { received: err.received }),
-          },
-        },
-        err.message,
-      );
-    }
-    throw err;
+    verificationFailure(err, E.INVALID_COSIGN);
   }
 }

@@ -17,11 +17,10 @@ import {
   ChainInputError,
   type Htlc,
   scriptHash,
-  VerificationError,
   verifySignedFundingPsbt,
 } from '@rgbx/chains/btc';
 import type { BitcoinSource } from '../domain/addresses.ts';
-import { E } from '../errors.ts';
+import { E, verificationFailure } from '../errors.ts';
 import type { BitcoinGateway } from './chain-gateway.ts';
 
 export const MAX_FUNDING_INPUTS = 50;
@@ -202,19 +201,7 @@ export function verifyHtlcApproval(ctx: HtlcContext, signedPsbt: string): { txid
       userPubkey: ctx.userPubkey,
     });
   } catch (err) {
-    if (err instanceof VerificationError) {
-      throw E.INVALID_PSBT.createWith(
-        {
-          details: {
-            reason: err.code,
-            ...(err.expected === undefined ? {} : { expected: err.expected }),
-            ...(err.received === undefined ? {} : { received: err.received }),
-          },
-        },
-        err.message,
-      );
-    }
-    throw err;
+    verificationFailure(err, E.INVALID_PSBT);
   }
   if (verified.txid !== ctx.fundingTxid) {
     throw E.INVALID_PSBT.createWith(

@@ -14,12 +14,11 @@ import {
   buildSwapIntentWitness,
   type Permit2TypedData,
   permit2TypedDataToJson,
-  VerificationError,
   verifyPermit2Signature,
 } from '@rgbx/chains/evm';
 import { buildTronPermit2TypedData, verifyTronPermit2Signature } from '@rgbx/chains/tron';
 import type { NetworkConfig } from '../config.ts';
-import { E } from '../errors.ts';
+import { E, verificationFailure } from '../errors.ts';
 import type { ChainGateway } from './chain-gateway.ts';
 
 /** What is stored to rebuild the typed data at verification (bigints as decimal strings). */
@@ -204,19 +203,7 @@ export function permit2Params(
 }
 
 function signatureError(err: unknown): never {
-  if (err instanceof VerificationError) {
-    throw E.INVALID_SIGNATURE.createWith(
-      {
-        details: {
-          reason: err.code,
-          ...(err.expected === undefined ? {} : { expected: err.expected }),
-          ...(err.received === undefined ? {} : { received: err.received }),
-        },
-      },
-      err.message,
-    );
-  }
-  throw err;
+  verificationFailure(err, E.INVALID_SIGNATURE);
 }
 
 /**

@@ -11,6 +11,7 @@ import { buildHtlcApproval, outpointsOf } from '../chains/htlc-approval.ts';
 import { buildPermit2Context, newPermit2Nonce, permit2Params } from '../chains/permit2-approval.ts';
 import { resolverById, type SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
+import { pairColumns } from '../store/database.ts';
 import { type Intent, toIntent } from '../store/intent-store.ts';
 import { stringifyJson } from '../store/json.ts';
 import { bitcoinSource, btcNetworkOf, checkAddress, solanaKeyMatches } from './addresses.ts';
@@ -188,15 +189,7 @@ export async function createIntent(
             resolver_id: quote.resolverId,
             status,
             mechanism: quote.approvalMechanism,
-            source_chain: quote.sourceChain,
-            source_token: quote.sourceToken,
-            dest_chain: quote.destChain,
-            dest_token: quote.destToken,
-            source_amount_lots: quote.sourceAmountLots.toString(),
-            source_decimals: quote.sourceAmountDecimals,
-            dest_decimals: quote.destAmountDecimals,
-            min_dest_lots: quote.minDestAmountLots.toString(),
-            max_dest_lots: quote.maxDestAmountLots.toString(),
+            ...pairColumns(quote),
             user_source_address: input.sourceAddress,
             user_source_public_key: input.sourcePublicKey ?? null,
             user_dest_address: input.destinationAddress,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { Status } from '@rgbx/contracts/swap';
 import { describe, expect, it } from 'vitest';
 import { E } from '../errors.ts';
-import { Status } from '../http/schemas-common.ts';
 import {
   canTransition,
   EXPIRABLE,

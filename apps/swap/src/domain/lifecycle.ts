@@ -3,19 +3,10 @@
  * for the next status; nothing else decides one. The README's status table is generated from
  * `TRANSITIONS` (a test keeps them equal).
  */
+import { STATUSES } from '@rgbx/contracts/swap';
 import { E } from '../errors.ts';
 
-export const STATUSES = [
-  'Initiated',
-  'ApprovalAdded',
-  'Accepted',
-  'Declined',
-  'UserDeposited',
-  'Fulfilled',
-  'Expired',
-  'RefundRequested',
-  'Refunded',
-] as const;
+export { STATUSES };
 export type IntentStatus = (typeof STATUSES)[number];
 
 export const STATUS_MEANINGS: Record<IntentStatus, string> = {

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { E } from '../errors.ts';
 import type { SwapDb } from '../store/database.ts';
-import { ms } from '../store/database.ts';
+import { ms, pairColumns } from '../store/database.ts';
 import { AmountError, bpsOf, minusBps, parseLots, toLots } from './amounts.ts';
 import { type ApprovalMechanism, type Catalog, mechanismFor } from './catalog.ts';
 import { type Resolver, requestForQuote } from './resolvers.ts';
@@ -229,15 +229,7 @@ export async function createQuote(deps: {
       id: quote.id,
       api_key_id: deps.apiKeyId,
       resolver_id: quote.resolverId,
-      source_chain: quote.sourceChain,
-      source_token: quote.sourceToken,
-      dest_chain: quote.destChain,
-      dest_token: quote.destToken,
-      source_amount_lots: quote.sourceAmountLots.toString(),
-      source_decimals: quote.sourceAmountDecimals,
-      dest_decimals: quote.destAmountDecimals,
-      min_dest_lots: quote.minDestAmountLots.toString(),
-      max_dest_lots: quote.maxDestAmountLots.toString(),
+      ...pairColumns(quote),
       slippage_bps: quote.slippageBps,
       swap_type: quote.swapType,
       deposit_type: quote.depositType,

@@ -2,9 +2,9 @@
  * The resolver-facing API, `/resolver/v1`, snake_case, behind the resolver's own key (`X-API-Key`
  * checked against `resolvers[].api_key_sha256`). A resolver sees only the intents it quoted.
  */
+import { ApiKeyHeader, B, PAGE, Resolver, Uuid } from '@rgbx/contracts/swap';
 import { type ServiceApp, Type } from '@rgbx/service-kit';
 import type { SwapContext } from '../context.ts';
-import { PAGE } from '../domain/catalog.ts';
 import {
   acceptIntent,
   declineIntent,
@@ -14,49 +14,20 @@ import {
   resolverExecutionData,
 } from '../domain/execution.ts';
 import { type IntentStatus, isStatus } from '../domain/lifecycle.ts';
-import { ErrorRef } from '../errors.ts';
+import { errorReplies as errors } from '../errors.ts';
 import { expireIfDue, type Intent, loadIntent, toIntent } from '../store/intent-store.ts';
 import { resolverKeyHook, resolverOf } from './auth.ts';
-import { swapRecordB } from './presenters.ts';
-import {
-  ApiKeyHeader,
-  JsonObject,
-  Limit,
-  MechanismB,
-  Offset,
-  Pagination,
-  Status,
-  TxHash,
-  Uuid,
-} from './schemas-common.ts';
+import { swapRecordA } from './views.ts';
 
 const TAG = 'Resolver API';
-// Error replies are documented per status; typed as nothing so they do not widen the handlers' return types.
-const errors = (...codes: number[]): Record<never, never> =>
-  Object.fromEntries(codes.map((c) => [c, ErrorRef]));
-
-export const ResolverIntentSchema = Type.Object(
-  {
-    intent: Type.Ref('SwapRecordB'),
-    approval_mechanism: MechanismB,
-    deadline_secs: Type.Integer(),
-    secret_hash: Type.String(),
-    refund_address: Type.String(),
-    execution: Type.Union([JsonObject, Type.Null()], {
-      description:
-        'After approval: htlc → funding tx and HTLC scripts; permit2 → signature and typed data; cosign → user-signed transaction',
-    }),
-  },
-  { $id: 'ResolverIntent' },
-);
 
 const IntentParams = Type.Object({ intent_id: Uuid });
-const TxBody = Type.Object({ tx_hash: TxHash }, { additionalProperties: false });
-const StatusChange = Type.Object({ intent_id: Uuid, status: Status });
+const TxBody = Resolver.ResolverTxRequest;
+const StatusChange = Resolver.ResolverStatusChange;
 
-function resolverView(i: Intent) {
+function resolverView(i: Intent): Resolver.ResolverIntent {
   return {
-    intent: swapRecordB(i),
+    intent: B.SwapRecordB.toWire(swapRecordA(i)),
     approval_mechanism: i.mechanism,
     deadline_secs: i.deadline,
     secret_hash: i.secretHash,
@@ -66,7 +37,6 @@ function resolverView(i: Intent) {
 }
 
 export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
-  app.addSchema(ResolverIntentSchema);
   app.register(
     async (instance) => {
       const scope = instance as unknown as ServiceApp;
@@ -77,7 +47,7 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
         operationId: string,
         summary: string,
         run: (resolverId: string, id: string, body: { tx_hash?: string; reason?: string }) => Promise<Intent>,
-        body: typeof TxBody | ReturnType<typeof Type.Object> = Type.Object(
+        body: typeof TxBody | typeof Resolver.ResolverDeclineRequest = Type.Object(
           {},
           { additionalProperties: false },
         ),
@@ -112,13 +82,9 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
             ...common,
             operationId: 'resolverListIntents',
             description: `Intents this resolver quoted, oldest deadline first; limit (default ${PAGE.defaultLimit}, max ${PAGE.maxLimit})`,
-            querystring: Type.Object({
-              status: Type.Optional(Status),
-              limit: Type.Optional(Limit),
-              offset: Type.Optional(Offset),
-            }),
+            querystring: Resolver.ResolverIntentsQuery,
             response: {
-              200: Type.Object({ data: Type.Array(Type.Ref('ResolverIntent')), pagination: Pagination }),
+              200: Resolver.ResolverIntentPage,
               ...errors(400, 401),
             },
           },
@@ -149,7 +115,7 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
             ...common,
             operationId: 'resolverGetIntent',
             params: IntentParams,
-            response: { 200: Type.Ref('ResolverIntent'), ...errors(400, 401, 404) },
+            response: { 200: Resolver.ResolverIntent, ...errors(400, 401, 404) },
           },
         },
         async (req) => {
@@ -173,10 +139,7 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
         'resolverDecline',
         'ApprovalAdded/Accepted → Declined',
         (r, id, b) => declineIntent(ctx, r, id, b.reason),
-        Type.Object(
-          { reason: Type.Optional(Type.String({ maxLength: 500 })) },
-          { additionalProperties: false },
-        ),
+        Resolver.ResolverDeclineRequest,
       );
       action(
         '/intents/:intent_id/deposit',
@@ -216,7 +179,7 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
             summary: 'The preimage: only for the accepting resolver, only once the intent is Fulfilled',
             params: IntentParams,
             response: {
-              200: Type.Object({ intent_id: Uuid, secret_hash: Type.String(), preimage: Type.String() }),
+              200: Resolver.ResolverSecret,
               ...errors(400, 401, 404, 409),
             },
           },

@@ -382,3 +382,28 @@ export async function openSwapDatabase(url: string): Promise<OpenedSwapDb> {
   }
   return opened;
 }
+
+/** What a quote fixes of a swap (the pair and its amounts), as `quotes` and `intents` store it. */
+export function pairColumns(q: {
+  sourceChain: number;
+  sourceToken: string;
+  destChain: number;
+  destToken: string;
+  sourceAmountLots: bigint;
+  sourceAmountDecimals: number;
+  destAmountDecimals: number;
+  minDestAmountLots: bigint;
+  maxDestAmountLots: bigint;
+}) {
+  return {
+    source_chain: q.sourceChain,
+    source_token: q.sourceToken,
+    dest_chain: q.destChain,
+    dest_token: q.destToken,
+    source_amount_lots: q.sourceAmountLots.toString(),
+    source_decimals: q.sourceAmountDecimals,
+    dest_decimals: q.destAmountDecimals,
+    min_dest_lots: q.minDestAmountLots.toString(),
+    max_dest_lots: q.maxDestAmountLots.toString(),
+  };
+}

@@ -39,7 +39,7 @@ export const QuoteRequestB = fieldMap(A.QuoteRequest, undefined, {
 });
 
 const QuoteBase = fieldMap(A.Quote, undefined, {
-  retype: { slippage_bps: Type.String() },
+  retype: { slippage_bps: Type.String(), approval_mechanism: MechanismB },
   extend: { id: A.Quote.properties.quoteId },
   options: { description: '`id` repeats `quote_id` for Hotpot SDK clients' },
 });

@@ -71,7 +71,11 @@ class HttpBase {
     query?: Record<string, unknown>,
   ): Promise<T> {
     const url = new URL(this.#base + path);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(query ?? {})) {
+      if (v === undefined) continue;
+      // A list filter is sent as repeated parameters (`wallet=a&wallet=b`).
+      for (const item of Array.isArray(v) ? v : [v]) url.searchParams.append(k, String(item));
+    }
     const res = await this.#fetch(url, {
       method,
       headers: {

@@ -1,195 +1,42 @@
 /**
- * Wire types of the swap service, Surface A (camelCase) and the resolver API (snake_case).
- * Amounts are integer lots as decimal strings; convert with `BigInt(...)`.
+ * Wire types of the swap service, Surface A (camelCase) and the resolver API (snake_case): the
+ * `Static<>` of the schemas the service itself validates and serializes with
+ * (`@rgbx/contracts/swap`), so they cannot drift from it. Amounts are integer lots as decimal
+ * strings; convert with `BigInt(...)`.
  */
+import type {
+  A,
+  Pagination as PaginationSchema,
+  Resolver,
+  SettlementLeg as SettlementLegSchema,
+  Static,
+  Status,
+  SwapError,
+} from '@rgbx/contracts/swap';
 
-export type SwapStatus =
-  | 'Initiated'
-  | 'ApprovalAdded'
-  | 'Accepted'
-  | 'Declined'
-  | 'UserDeposited'
-  | 'Fulfilled'
-  | 'Expired'
-  | 'RefundRequested'
-  | 'Refunded';
-
-export type ApprovalMechanism = 'permit2' | 'htlc' | 'cosign';
-
-export interface Network {
-  id: number;
-  name: string;
-  type: 'EVM' | 'TRON' | 'BITCOIN' | 'SOLANA';
-  iconUrl: string;
-  features: { supportsCustomTokens: boolean; supportsOptimizedSwap: boolean };
-}
-
-export interface Token {
-  networkId: number;
-  name: string;
-  contractAddress: string;
-  symbol: string;
-  decimals: number;
-  iconUrl: string;
-  wrappedTokenAddress?: string;
-}
-
-export interface Pagination {
-  limit: number;
-  offset: number;
-  total: number;
-  pages: number;
-}
-
-export interface QuoteRequest {
-  sourceChain: number;
-  sourceToken: string;
-  destChain: number;
-  destToken: string;
-  /** Human units (exactly one of amount and amountLots). */
-  amount?: string;
-  /** Integer lots. */
-  amountLots?: string;
-  slippageBps?: number;
-  swapType?: 'standard' | 'optimized';
-  depositType?: 'escrowed';
-  retailUserId?: string;
-  affiliateFees?: Record<string, { feeBps: number }>;
-}
-
-export interface Quote {
-  quoteId: string;
-  sourceChain: number;
-  sourceToken: string;
-  destChain: number;
-  destToken: string;
-  sourceAmountLots: string;
-  sourceAmountDecimals: number;
-  minDestAmountLots: string;
-  maxDestAmountLots: string;
-  destAmountDecimals: number;
-  slippageBps: number;
-  /** Unix seconds. */
-  expiry: number;
-  swapType: 'standard' | 'optimized';
-  depositType: 'escrowed';
-  approvalMechanism: ApprovalMechanism;
-  affiliateFees: Record<
-    string,
-    { feeBps: number; networkId: number; token: string; feeAmountLots: string; feeAmountDecimals: number }
-  >;
-}
-
-export interface IntentRequest {
-  quoteId: string;
-  refundAddress: string;
-  destinationAddress: string;
-  sourceAddress: string;
-  /** Bitcoin: the x-only (P2TR) or compressed (P2WPKH) key of sourceAddress; Solana: the address. */
-  sourcePublicKey?: string | null;
-  retailUserId?: string;
-}
-
+export type SwapStatus = Static<typeof Status>;
+export type ApprovalMechanism = A.Quote['approvalMechanism'];
+export type Network = A.Network;
+export type Token = A.Token;
+export type Pagination = PaginationSchema;
+export type QuoteRequest = A.QuoteRequest;
+export type Quote = A.Quote;
+export type IntentRequest = A.IntentRequest;
 /** EIP-712 field list. */
-export type TypedDataFields = { name: string; type: string }[];
+export type TypedDataFields = A.TypedDataFields;
+/** EIP-712/TIP-712 typed data as JSON (what `eth_signTypedData_v4` takes). */
+export type TypedDataJson = A.TypedData;
+export type Permit2Approval = A.Permit2Approval;
+export type HtlcApproval = A.HtlcApproval;
+export type CosignApproval = A.CosignApproval;
+export type IntentCreated = A.IntentCreated;
 
-export interface TypedDataJson {
-  domain: { name?: string; chainId?: number | string; verifyingContract?: string; [k: string]: unknown };
-  types: Record<string, TypedDataFields>;
-  primaryType: string;
-  message: Record<string, unknown>;
-}
+type ExactlyOne<T> = { [K in keyof T]-?: { [P in K]-?: Exclude<T[P], undefined> } }[keyof T];
+/** An approval: exactly one payload (the schema's "exactly one" as a type). */
+export type ApprovalBody = ExactlyOne<A.ApprovalRequest>;
 
-export interface Permit2Approval {
-  escrowContractAddress: string;
-  permit2ContractAddress: string;
-  resolverDepositAddress: string;
-  nonce: number;
-  additionalData: {
-    domain: Record<string, unknown>;
-    types: Record<string, TypedDataFields>;
-    witness: Record<string, unknown>;
-    witnessTypeString: string;
-    witnessHash: string;
-    secretHash: string;
-  };
-  typedData: TypedDataJson;
-}
-
-export interface HtlcApproval {
-  psbt: string;
-  inputs: number[];
-  htlcAddress: string;
-  locktime: number;
-  resolverPubkey: string;
-  userPubkey: string;
-  claimScript: string;
-  refundScript: string;
-  claimControlBlock: string;
-  refundControlBlock: string;
-  fundingTxid: string;
-  htlcVout: number;
-  fee: string;
-}
-
-export interface CosignApproval {
-  transaction: string;
-}
-
-export interface IntentCreated {
-  intentId: string;
-  deadlineSecs: number;
-  secretHash: string;
-  approvalMechanism: ApprovalMechanism;
-  permit2?: Permit2Approval;
-  htlc?: HtlcApproval;
-  cosign?: CosignApproval;
-}
-
-/** Exactly one payload. */
-export type ApprovalBody =
-  | { permit2: string }
-  | { psbt: string }
-  | { cosign: { transaction: string; userAddress: string } };
-
-export interface SwapMetadata {
-  id: string;
-  proxyAddress: string;
-  userDepositTx: string | null;
-  fulfillTx: string | null;
-  swapTx: string | null;
-  refundTx: string | null;
-  createdAt: string;
-  userDepositedAt: string | null;
-  fulfilledAt: string | null;
-  swappedAt: string | null;
-  refundedAt: string | null;
-  refundRequestedAt: string | null;
-}
-
-export interface SwapRecord {
-  intentId: string;
-  status: SwapStatus;
-  swapMetadata: SwapMetadata;
-  sourceAmountDecimals: number;
-  sourceAmountLots: string;
-  sourceChain: number;
-  sourceToken: string;
-  destAmountDecimals: number;
-  destChain: number;
-  destToken: string;
-  minDestAmountLots: string;
-  maxDestAmountLots: string;
-  userSourceAddress: string;
-  userDestAddress: string;
-  refundAddress: string;
-  approvalMechanism: ApprovalMechanism;
-  deadlineSecs: number;
-  secretHash: string;
-  retailUserId: string | null;
-  /** The settlement legs the service proved on chain, in order; re-check them against the chain. */
-  settlement: SettlementLeg[];
-}
+export type SwapRecord = A.SwapRecord;
+export type SwapMetadata = A.SwapRecord['swapMetadata'];
 
 /**
  * One settlement leg the swap service verified on chain before moving the status: the transaction,
@@ -200,69 +47,13 @@ export interface SwapRecord {
  * const fulfil = rec.settlement.find((l) => l.leg === 'fulfil');
  * // fulfil.txHash paid fulfil.amount of fulfil.token to fulfil.recipient, from fulfil.sender, in block fulfil.blockHeight
  */
-export interface SettlementLeg {
-  leg: 'deposit' | 'fulfil' | 'claim' | 'refund';
-  networkId: number;
-  txHash: string;
-  /** Output (Bitcoin), log (EVM/Tron) or instruction (Solana) index; -1 = the transaction itself. */
-  index: number;
-  blockHeight: string | null;
-  blockHash: string | null;
-  blockTime: number | null;
-  confirmations: number;
-  recipient: string;
-  token: string;
-  /** Integer lots. */
-  amount: string;
-  sender: string | null;
-  verifiedAt: string;
-}
-
-export interface Affiliate {
-  affiliateName: string;
-  apiKeyName?: string;
-  payoutAddress: string;
-  payoutNetworkId: number;
-  payoutTokenAddress: string;
-}
-
-export interface SwapListQuery {
-  limit?: number;
-  offset?: number;
-  status?: SwapStatus;
-  active?: boolean;
-  wallet?: string;
-  retailUserId?: string;
-}
+export type SettlementLeg = SettlementLegSchema;
+export type Affiliate = A.Affiliate;
+/** `GET /swaps` filters; a list filter takes several values (sent as repeated parameters). */
+export type SwapListQuery = A.SwapsQuery;
 
 /** Resolver API: one intent with what the resolver needs to execute it. */
-export interface ResolverIntent {
-  intent: {
-    intent_id: string;
-    status: SwapStatus;
-    swap_metadata: Record<string, string | null>;
-    source_amount_lots: string;
-    source_chain: number;
-    source_token: string;
-    dest_chain: number;
-    dest_token: string;
-    min_dest_amount_lots: string;
-    max_dest_amount_lots: string;
-    user_source_address: string;
-    user_dest_address: string;
-    [k: string]: unknown;
-  };
-  approval_mechanism: ApprovalMechanism | 'rgblock';
-  deadline_secs: number;
-  secret_hash: string;
-  refund_address: string;
-  execution: Record<string, unknown> | null;
-}
+export type ResolverIntent = Resolver.ResolverIntent;
 
 /** The service's error envelope. */
-export interface SwapErrorBody {
-  code: number;
-  type: string;
-  message: string;
-  details?: Record<string, unknown>;
-}
+export type SwapErrorBody = Static<typeof SwapError>;
