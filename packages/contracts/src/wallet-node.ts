@@ -21,8 +21,11 @@ export const U64 = Type.Union(
   [Type.Integer({ minimum: 0 }), Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' })],
   { description: 'u64: a JSON integer (exact up to 18446744073709551615); a decimal string is accepted too' },
 );
-/** u64 in a response: always a JSON integer, exact. */
-const U64Out = Type.Integer({ minimum: 0, description: 'u64, exact JSON integer' });
+/**
+ * u64 in a response: always a JSON integer, exact. Its static type is `bigint`, which is what a
+ * client that parses the reply losslessly (the SDK) holds.
+ */
+const U64Out = Type.Unsafe<bigint>(Type.Integer({ minimum: 0, description: 'u64, exact JSON integer' }));
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 // ---------- requests ----------

@@ -9,6 +9,7 @@
 
 import { sha256 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
+import type { B } from '@rgbx/contracts/swap';
 import { base58, createBase58check } from '@scure/base';
 import { getAddress, p2tr, TAPROOT_UNSPENDABLE_KEY, Transaction, utils } from '@scure/btc-signer';
 import {
@@ -848,13 +849,9 @@ export async function signCosignApproval(
 }
 
 /** Surface B's approval body for the same payloads (`htlc` intents take `type: "psbt"`). */
-export function toAffiliateApproval(
-  body: ApprovalBody,
-):
-  | { type: 'permit2' | 'psbt'; signed_data: string }
-  | { type: 'cosign'; signed_data: { transaction: string; user_address: string } } {
-  if ('permit2' in body) return { type: 'permit2', signed_data: body.permit2 };
-  if ('psbt' in body) return { type: 'psbt', signed_data: body.psbt };
+export function toAffiliateApproval(body: ApprovalBody): B.ApprovalRequestB {
+  if (body.permit2 !== undefined) return { type: 'permit2', signed_data: body.permit2 };
+  if (body.psbt !== undefined) return { type: 'psbt', signed_data: body.psbt };
   return {
     type: 'cosign',
     signed_data: { transaction: body.cosign.transaction, user_address: body.cosign.userAddress },

@@ -8,6 +8,7 @@ import type {
   ApprovalBody,
   IntentCreated,
   IntentRequest,
+  IntentStatusChange,
   Network,
   Pagination,
   Quote,
@@ -15,9 +16,10 @@ import type {
   ResolverIntent,
   SwapErrorBody,
   SwapListQuery,
+  SwapPage,
   SwapRecord,
   SwapStatus,
-  Token,
+  TokenPage,
 } from './types.ts';
 
 /** A non-2xx answer of the service: its envelope, or a stand-in when the body was not one. */
@@ -126,9 +128,7 @@ export class SwapClient extends HttpBase {
     return (await this.request<{ networks: Network[] }>('GET', '/networks', undefined, { token })).networks;
   }
 
-  tokens(
-    q: { limit?: number; offset?: number; q?: string; networkId?: number } = {},
-  ): Promise<{ tokens: Token[]; pagination: Pagination }> {
+  tokens(q: { limit?: number; offset?: number; q?: string; networkId?: number } = {}): Promise<TokenPage> {
     return this.request('GET', '/tokens', undefined, {
       limit: q.limit,
       offset: q.offset,
@@ -145,7 +145,7 @@ export class SwapClient extends HttpBase {
     return this.request('POST', '/intents', req);
   }
 
-  addApproval(intentId: string, body: ApprovalBody): Promise<{ intentId: string; status: SwapStatus }> {
+  addApproval(intentId: string, body: ApprovalBody): Promise<IntentStatusChange> {
     return this.request('POST', `/intents/${encodeURIComponent(intentId)}/approvals`, body);
   }
 
@@ -169,15 +169,15 @@ export class SwapClient extends HttpBase {
     }
   }
 
-  requestRefund(intentId: string): Promise<{ intentId: string; status: SwapStatus }> {
+  requestRefund(intentId: string): Promise<IntentStatusChange> {
     return this.request('POST', `/intents/${encodeURIComponent(intentId)}/refund-request`);
   }
 
-  reportRefundTx(intentId: string, txHash: string): Promise<{ intentId: string; status: SwapStatus }> {
+  reportRefundTx(intentId: string, txHash: string): Promise<IntentStatusChange> {
     return this.request('POST', `/intents/${encodeURIComponent(intentId)}/refund-tx`, { txHash });
   }
 
-  swaps(q: SwapListQuery = {}): Promise<{ swaps: SwapRecord[]; pagination: Pagination }> {
+  swaps(q: SwapListQuery = {}): Promise<SwapPage> {
     return this.request('GET', '/swaps', undefined, { ...q });
   }
 

@@ -31,11 +31,17 @@ export type HtlcApproval = A.HtlcApproval;
 export type CosignApproval = A.CosignApproval;
 export type IntentCreated = A.IntentCreated;
 
-type ExactlyOne<T> = { [K in keyof T]-?: { [P in K]-?: Exclude<T[P], undefined> } }[keyof T];
+type ExactlyOne<T> = {
+  [K in keyof T]-?: { [P in K]-?: Exclude<T[P], undefined> } & { [P in Exclude<keyof T, K>]?: never };
+}[keyof T];
 /** An approval: exactly one payload (the schema's "exactly one" as a type). */
 export type ApprovalBody = ExactlyOne<A.ApprovalRequest>;
 
 export type SwapRecord = A.SwapRecord;
+export type TokenPage = Static<typeof A.TokenPage>;
+export type SwapPage = Static<typeof A.SwapPage>;
+/** An intent's id and its status after an action. */
+export type IntentStatusChange = Static<typeof A.IntentStatusChange>;
 export type SwapMetadata = A.SwapRecord['swapMetadata'];
 
 /**

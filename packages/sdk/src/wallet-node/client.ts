@@ -11,6 +11,8 @@
  * const psbt = await node.createUtxosBegin({ num: 5, size: 1000, fee_rate: 2 });
  * await node.createUtxosEnd(signPsbt(psbt, mnemonic));
  */
+
+import type * as C from '@rgbx/contracts/wallet-node';
 import type {
   AbortBeginResponseT,
   BlindReceiveRequestT,
@@ -34,56 +36,21 @@ export interface WalletHeaders {
   fingerprint: string;
 }
 
-export interface Balance {
-  settled: bigint;
-  future: bigint;
-  spendable: bigint;
-}
-export interface BtcBalance {
-  vanilla: Balance;
-  colored: Balance;
-}
-export interface AssetNia {
-  asset_id: string;
-  ticker: string;
-  name: string;
-  details: string | null;
-  precision: number;
-  issued_supply: bigint;
-  timestamp: number;
-  added_at: number;
-  balance: Balance;
-  media: unknown;
-}
-export interface ReceiveData {
-  invoice: string;
-  recipient_id: string;
-  expiration_timestamp: number | null;
-  batch_transfer_idx: number;
-}
-export interface Transfer {
-  idx: number;
-  batch_transfer_idx: number;
-  status: string;
-  kind: string;
-  txid: string | null;
-  recipient_id: string | null;
-  assignments: unknown[];
-  [k: string]: unknown;
-}
-export interface Unspent {
-  utxo: { outpoint: { txid: string; vout: number }; btc_amount: bigint; colorable: boolean; exists: boolean };
-  rgb_allocations: Array<{ asset_id: string | null; assignment: unknown; settled: boolean }>;
-  [k: string]: unknown;
-}
-export interface Transaction {
-  transaction_type: string;
-  txid: string;
-  received: bigint;
-  sent: bigint;
-  fee: bigint;
-  confirmation_time: { height: number; timestamp: number } | null;
-}
+// The replies' types are the wallet node's own schemas (`Static<>`); u64 amounts are `bigint`.
+type Refs = {
+  Balance: typeof C.Balance;
+  BtcBalance: typeof C.BtcBalance;
+  AssetNia: typeof C.AssetNia;
+  Media: typeof C.Media;
+};
+export type Balance = C.Static<typeof C.Balance>;
+export type BtcBalance = C.Static<typeof C.BtcBalance, Refs>;
+export type AssetNia = C.Static<typeof C.AssetNia, Refs>;
+export type ReceiveData = C.Static<typeof C.ReceiveData>;
+/** A transfer as rgb-lib reports it (fields a newer rgb-lib adds come along). */
+export type Transfer = C.Static<typeof C.Transfer> & Record<string, unknown>;
+export type Unspent = C.Static<typeof C.Unspent> & Record<string, unknown>;
+export type Transaction = C.Static<typeof C.Transaction>;
 
 /** An error answered by the wallet node (its `{error:{code,status,message,details}}` envelope, or the 401 text). */
 export class WalletNodeError extends Error {
@@ -161,7 +128,7 @@ export class WalletNodeClient {
     return parse(text) as T;
   }
 
-  register(): Promise<{ address: string; btc_balance: BtcBalance }> {
+  register(): Promise<C.Static<typeof C.RegisterResponse, Refs>> {
     return this.#post('/wallet/register');
   }
   address(): Promise<string> {
@@ -170,7 +137,7 @@ export class WalletNodeClient {
   btcBalance(): Promise<BtcBalance> {
     return this.#post('/wallet/btcbalance');
   }
-  listAssets(): Promise<{ nia: AssetNia[] | null; uda: unknown[] | null; cfa: unknown[] | null }> {
+  listAssets(): Promise<C.Static<typeof C.Assets, Refs>> {
     return this.#post('/wallet/listassets');
   }
   assetBalance(assetId: string): Promise<Balance> {
@@ -294,7 +261,7 @@ export class WalletNodeClient {
   sendBegin(req: SendBeginRequestT): Promise<string> {
     return this.#post('/wallet/sendbegin', req);
   }
-  sendEnd(signedPsbt: string): Promise<{ txid: string; batch_transfer_idx: number }> {
+  sendEnd(signedPsbt: string): Promise<C.Static<typeof C.SendResult>> {
     return this.#post('/wallet/sendend', { signed_psbt: signedPsbt });
   }
   refresh(): Promise<null> {
