@@ -52,7 +52,7 @@ export interface RunMainOptions {
  */
 export function runMain(
   name: string,
-  main: () => Promise<number | undefined | void>,
+  main: () => Promise<unknown>,
   opts: RunMainOptions = {},
 ): void {
   const bad = opts.badInputExitCode ?? 2;
