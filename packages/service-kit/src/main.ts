@@ -50,11 +50,7 @@ export interface RunMainOptions {
  * alive. A `UsageError` or `ConfigError` is printed as `NAME: message` (with the usage text) and
  * exits with status 2; anything else is `NAME: fatal: message` and status 1.
  */
-export function runMain(
-  name: string,
-  main: () => Promise<unknown>,
-  opts: RunMainOptions = {},
-): void {
+export function runMain(name: string, main: () => Promise<unknown>, opts: RunMainOptions = {}): void {
   const bad = opts.badInputExitCode ?? 2;
   main().then(
     (code) => {
