@@ -43,3 +43,35 @@ export class ChainInputError extends Error {
     this.field = field;
   }
 }
+
+/** Why a chain node read failed. */
+export type RpcReadErrorCode = 'timeout' | 'unreachable' | 'http' | 'rpc' | 'bad_response';
+
+/**
+ * A read from a chain node (EVM or Tron JSON-RPC, Solana RPC) failed: the node was unreachable or slow
+ * (`timeout`, `unreachable`), answered a non-2xx status (`http`), a JSON-RPC error (`rpc`, with
+ * `rpcCode`; an EVM revert is one, code 3), or something that is not the expected result
+ * (`bad_response`, e.g. `0x` from an address without code). Never a verdict on user input.
+ *
+ * @example
+ * try { await readErc20Allowance(url, token, owner, PERMIT2_ADDRESS) } catch (e) {
+ *   if (e instanceof RpcReadError && e.code === 'timeout') reply(503, …)
+ * }
+ */
+export class RpcReadError extends Error {
+  override readonly name = 'RpcReadError';
+  readonly code: RpcReadErrorCode;
+  readonly method: string;
+  readonly rpcCode: number | undefined;
+  constructor(
+    code: RpcReadErrorCode,
+    method: string,
+    message: string,
+    opts?: { rpcCode?: number; cause?: unknown },
+  ) {
+    super(`${method}: ${message}`, opts?.cause === undefined ? undefined : { cause: opts.cause });
+    this.code = code;
+    this.method = method;
+    this.rpcCode = opts?.rpcCode;
+  }
+}

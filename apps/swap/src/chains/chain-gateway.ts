@@ -1,14 +1,10 @@
 /**
  * Everything the service reads from or sends to chains, behind one interface: the Electrum indexer
- * for Bitcoin, JSON-RPC for EVM/Tron (allowance, receipts, blocks) and Solana (transactions, slots,
- * recent blockhashes). The real
+ * for Bitcoin, `@rgbx/chains`' readers for EVM/Tron (viem: allowance, receipts, blocks) and Solana
+ * (`@solana/kit`: transactions, slots, recent blockhashes). The real
  * implementation is `createChainGateway`; unit tests of pure logic may pass another one.
  * Transport failures become UPSTREAM_UNAVAILABLE (503).
  */
-import { readErc20Allowance } from '@rgbx/chains/evm';
-import { tronAddressToEvm } from '@rgbx/chains/tron';
-import type { NetworkConfig } from '../config.ts';
-import { E } from '../errors.ts';
 import {
   type EvmReceipt,
   type EvmTx,
@@ -16,11 +12,12 @@ import {
   evmBlockTime,
   evmReceipt,
   evmTransaction,
-  type SolanaTx,
-  solanaLatestBlockhash,
-  solanaSlot,
-  solanaTransaction,
-} from './chain-rpc.ts';
+  readErc20Allowance,
+} from '@rgbx/chains/evm';
+import { type SolanaTx, solanaLatestBlockhash, solanaSlot, solanaTransaction } from '@rgbx/chains/sol';
+import { tronAddressToEvm } from '@rgbx/chains/tron';
+import type { NetworkConfig } from '../config.ts';
+import { E } from '../errors.ts';
 import {
   ElectrumClient,
   ElectrumError,

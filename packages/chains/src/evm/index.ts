@@ -1,7 +1,6 @@
 export type { BytesLike, Hex } from '../bytes.ts';
-export { ChainInputError, VerificationError } from '../errors.ts';
-export type { EvmRpcErrorCode } from './allowance.ts';
-export { EvmRpcError, evmRpcCall, readErc20Allowance } from './allowance.ts';
+export type { RpcReadErrorCode } from '../errors.ts';
+export { ChainInputError, RpcReadError, VerificationError } from '../errors.ts';
 export type {
   EvmAddress,
   Permit2Domain,
@@ -29,6 +28,8 @@ export {
   swapIntentWitnessHash,
   uuidToBytes32,
 } from './permit2.ts';
+export type { EvmLog, EvmReadOptions, EvmReceipt, EvmTx } from './reads.ts';
+export { evmBlockNumber, evmBlockTime, evmReceipt, evmTransaction, readErc20Allowance } from './reads.ts';
 export type { RecoverableSignature, VerifiedPermit2 } from './signature.ts';
 export {
   normalizeEvmSignature,

@@ -1,24 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { buildCosignTransaction, MEMO_PROGRAM_ADDRESS, SYSTEM_PROGRAM_ADDRESS } from '@rgbx/chains/sol';
 import {
-  AccountRole,
-  type Address,
-  appendTransactionMessageInstruction,
-  type Blockhash,
-  compileTransaction,
   createKeyPairSignerFromPrivateKeyBytes,
-  createTransactionMessage,
   getBase58Decoder,
   getTransactionDecoder,
   getTransactionEncoder,
   partiallySignTransaction,
-  pipe,
-  setTransactionMessageFeePayer,
-  setTransactionMessageLifetimeUsingBlockhash,
-  signTransaction,
 } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SolanaDevnode, startSolanaDevnode } from './index.ts';
+import { signedTransfer } from './test-transfer.ts';
 
 const vectors: { seeds: { name: string; seedHex: string }[] } = JSON.parse(
   readFileSync(new URL('../../../chains/test/vectors/solana-keys.json', import.meta.url), 'utf8'),
@@ -89,33 +80,7 @@ async function cosigned(lamports: bigint, memo: string): Promise<Uint8Array> {
 
 /** A plain System transfer signed by its sender alone (legacy message). */
 async function transfer(from: typeof resolver, to: string, lamports: bigint, blockhash?: string) {
-  const data = new Uint8Array(12);
-  new DataView(data.buffer).setUint32(0, 2, true);
-  new DataView(data.buffer).setBigUint64(4, lamports, true);
-  const bh = blockhash ?? (await latestBlockhash()).blockhash;
-  const message = pipe(
-    createTransactionMessage({ version: 'legacy' }),
-    (m) => setTransactionMessageFeePayer(from!.address, m),
-    (m) =>
-      setTransactionMessageLifetimeUsingBlockhash(
-        { blockhash: bh as Blockhash, lastValidBlockHeight: 0n },
-        m,
-      ),
-    (m) =>
-      appendTransactionMessageInstruction(
-        {
-          programAddress: SYSTEM_PROGRAM_ADDRESS,
-          accounts: [
-            { address: from!.address, role: AccountRole.WRITABLE_SIGNER },
-            { address: to as Address, role: AccountRole.WRITABLE },
-          ],
-          data,
-        },
-        m,
-      ),
-  );
-  const signed = await signTransaction([from!.keyPair], compileTransaction(message));
-  return Uint8Array.from(getTransactionEncoder().encode(signed));
+  return signedTransfer(from!, to, lamports, blockhash ?? (await latestBlockhash()).blockhash);
 }
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');

@@ -12,10 +12,10 @@
  * acceptance.
  */
 import { createHash } from 'node:crypto';
+import type { EvmLog, EvmReceipt } from '@rgbx/chains/evm';
 import { uuidToBytes32 } from '@rgbx/chains/evm';
 import { identityFor } from '../../domain/resolvers.ts';
 import { type ChainGateway, rpcAddress } from '../chain-gateway.ts';
-import type { EvmLog, EvmReceipt } from '../chain-rpc.ts';
 import type { Permit2Context } from '../permit2-approval.ts';
 import { type LegCheck, refuse, requireConfirmations, requireFresh, type VerifiedLeg } from './check.ts';
 

@@ -5,8 +5,12 @@ import {
   buildSwapIntentWitness,
   ChainInputError,
   type EvmAddress,
-  EvmRpcError,
+  evmBlockNumber,
+  evmBlockTime,
+  evmReceipt,
+  evmTransaction,
   PERMIT2_ADDRESS,
+  RpcReadError,
   readErc20Allowance,
   verifyPermit2Signature,
 } from '@rgbx/chains/evm';
@@ -41,14 +45,14 @@ afterAll(async () => {
   await node?.stop();
 });
 
-async function expectRpcError(p: Promise<unknown>, code: EvmRpcError['code']): Promise<EvmRpcError> {
+async function expectRpcError(p: Promise<unknown>, code: RpcReadError['code']): Promise<RpcReadError> {
   const e = await p.then(
     () => undefined,
     (x: unknown) => x,
   );
-  expect(e).toBeInstanceOf(EvmRpcError);
-  expect((e as EvmRpcError).code).toBe(code);
-  return e as EvmRpcError;
+  expect(e).toBeInstanceOf(RpcReadError);
+  expect((e as RpcReadError).code).toBe(code);
+  return e as RpcReadError;
 }
 
 describe('readErc20Allowance against a local EVM node with a real ERC-20', () => {
@@ -161,6 +165,54 @@ describe('readErc20Allowance against a local EVM node with a real ERC-20', () =>
     await expect(
       readErc20Allowance(node.rpcUrl, '0x1234' as EvmAddress, owner, PERMIT2_ADDRESS),
     ).rejects.toThrow(ChainInputError);
+  });
+});
+
+describe('settlement reads through viem: receipts, transactions, blocks', () => {
+  it('a mined approve(): receipt with its Approval log, the transaction, its block and time', async () => {
+    const spender = node.accounts[3]!.address;
+    const hash = await approveErc20(node.rpcUrl, node.chainId, ownerKey, token, spender, 42n);
+    const receipt = await evmReceipt(node.rpcUrl, hash);
+    expect(receipt).toMatchObject({ status: 'success', from: owner.toLowerCase(), to: token.toLowerCase() });
+    const approval = receipt!.logs.find((l) => l.address === token.toLowerCase());
+    // Approval(owner, spender, value): topic 1 and 2 are the padded addresses, data the amount
+    expect(approval!.topics[1]).toBe(`0x${owner.slice(2).toLowerCase().padStart(64, '0')}`);
+    expect(approval!.topics[2]).toBe(`0x${spender.slice(2).toLowerCase().padStart(64, '0')}`);
+    expect(BigInt(approval!.data)).toBe(42n);
+    const tx = await evmTransaction(node.rpcUrl, hash);
+    expect(tx).toEqual({
+      from: owner.toLowerCase(),
+      to: token.toLowerCase(),
+      value: 0n,
+      blockNumber: receipt!.blockNumber,
+    });
+    const tip = await evmBlockNumber(node.rpcUrl);
+    expect(tip).toBeGreaterThanOrEqual(receipt!.blockNumber);
+    const time = await evmBlockTime(node.rpcUrl, receipt!.blockNumber);
+    expect(time).toBeGreaterThan(1_600_000_000);
+    // the block number is read fresh each time (viem would otherwise cache it for seconds)
+    await approveErc20(node.rpcUrl, node.chainId, ownerKey, token, spender, 43n);
+    expect(await evmBlockNumber(node.rpcUrl)).toBe(tip + 1n);
+  });
+
+  it('unknown transaction and future block are null, not errors', async () => {
+    const unknown = `0x${'ab'.repeat(32)}`;
+    expect(await evmReceipt(node.rpcUrl, unknown)).toBeNull();
+    expect(await evmTransaction(node.rpcUrl, unknown)).toBeNull();
+    expect(await evmBlockTime(node.rpcUrl, 10n ** 9n)).toBeNull();
+  });
+
+  it('a body that is not JSON-RPC is bad_response', async () => {
+    const junk: Server = createServer((_q, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('<html>');
+    });
+    await new Promise<void>((r) => junk.listen(0, '127.0.0.1', r));
+    await expectRpcError(
+      evmBlockNumber(`http://127.0.0.1:${(junk.address() as AddressInfo).port}`),
+      'bad_response',
+    );
+    junk.close();
   });
 });
 
