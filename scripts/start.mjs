@@ -86,26 +86,36 @@ async function main() {
   endpoints.evm_devnode = { rpc_url: evm.rpc_url, chain_id: evm.chain_id, usdc, permit2, escrow };
   const sol = await startService('solana devnode', [join(root, 'packages/devnet/dist/sol-devnode/main.js')]);
   endpoints.solana_devnode = { rpc_url: sol };
-  endpoints.swap = await startService(
-    'swap service',
-    [join(root, 'apps/swap/dist/main.js'), '-c', join(sw, 'config.toml')],
-    {
-      env: {
-        SWAP_PREIMAGE_KEY: readFileSync(keyFile, 'utf8').trim(),
-        ELECTRUM_URL: info.electrum,
-        EVM_RPC_URL: evm.rpc_url,
-        EVM_USDC: usdc,
-        EVM_PERMIT2: permit2,
-        EVM_ESCROW: escrow,
-        TRON_RPC_URL: evm.rpc_url,
-        TRON_CHAIN_ID: evm.chain_id,
-        TRON_USDT: tronAddressFromHex(usdc),
-        TRON_PERMIT2: tronAddressFromHex(permit2),
-        TRON_ESCROW: tronAddressFromHex(escrow),
-        SOLANA_RPC_URL: sol,
-      },
-    },
-  );
+  const swapMain = join(root, 'apps/swap/dist/main.js');
+  const swapEnv = {
+    SWAP_PREIMAGE_KEY: readFileSync(keyFile, 'utf8').trim(),
+    ELECTRUM_URL: info.electrum,
+    EVM_RPC_URL: evm.rpc_url,
+    EVM_USDC: usdc,
+    EVM_PERMIT2: permit2,
+    EVM_ESCROW: escrow,
+    TRON_RPC_URL: evm.rpc_url,
+    TRON_CHAIN_ID: evm.chain_id,
+    TRON_USDT: tronAddressFromHex(usdc),
+    TRON_PERMIT2: tronAddressFromHex(permit2),
+    TRON_ESCROW: tronAddressFromHex(escrow),
+    SOLANA_RPC_URL: sol,
+  };
+  const swapUrl = await startService('swap service', [swapMain, '-c', join(sw, 'config.toml')], {
+    env: swapEnv,
+  });
+  const swapKeyFile = join(sw, 'dev-api-key');
+  if (!existsSync(swapKeyFile)) {
+    // A first API key for trying the swap API (X-API-Key), kept (0600) for the next starts.
+    const r = spawnSync(
+      process.execPath,
+      [swapMain, '-c', join(sw, 'config.toml'), 'keys', 'create', '--name', 'dev'],
+      { encoding: 'utf8', env: { ...process.env, ...swapEnv } },
+    );
+    if (r.status !== 0) throw new Error(`swap keys create failed: ${r.stderr}`);
+    writeFileSync(swapKeyFile, JSON.parse(r.stdout.trim().split('\n').pop()).key, { mode: 0o600 });
+  }
+  endpoints.swap = { api: swapUrl, dev_api_key_file: swapKeyFile };
 
   // Cloud hosting service with its console; hosted nodes are wallet nodes on this devnet.
   const cl = join(dir, 'cloud');
