@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger } from '@rgbx/service-kit';
+import { createLogger, writeToml } from '@rgbx/service-kit';
 import { buildCloud } from './cloud.ts';
 import { loadConfig } from './config.ts';
 
@@ -14,7 +14,12 @@ export async function generateOpenApi(): Promise<unknown> {
   const dir = mkdtempSync(join(tmpdir(), 'cloud-openapi-'));
   try {
     const cfg = loadConfig({
-      text: `[cloud]\ndata_dir = ${JSON.stringify(dir)}\n[database]\nurl = "sqlite::memory:"\n[backend]\nbtc_rpc_address = "127.0.0.1:18443"\n[signing_keys]\nencryption_key = "${randomBytes(32).toString('hex')}"\n`,
+      text: writeToml({
+        cloud: { data_dir: dir },
+        database: { url: 'sqlite::memory:' },
+        backend: { btc_rpc_address: '127.0.0.1:18443' },
+        signing_keys: { encryption_key: randomBytes(32).toString('hex') },
+      }),
     });
     const cloud = await buildCloud(cfg, { logger: createLogger({ name: 'openapi', level: 'silent' }) });
     try {

@@ -2,13 +2,14 @@
  * The OpenAPI document of both surfaces and the resolver API, as `/_swagger/json` serves it.
  * `apps/swap/scripts/gen-spec.mjs` writes it to `specs/swap.openapi.json` (`--check` fails on drift).
  */
+import { writeToml } from '@rgbx/service-kit';
 import { buildSwapApp } from './app.ts';
 import { loadConfig } from './config.ts';
 import { openSwapDatabase } from './store/database.ts';
 
 export async function generateOpenApi(): Promise<Record<string, unknown>> {
   const config = loadConfig(
-    { text: `preimage_key = "${'00'.repeat(32)}"\ndatabase_url = "sqlite::memory:"\n` },
+    { text: writeToml({ preimage_key: '00'.repeat(32), database_url: 'sqlite::memory:' }) },
     {},
   );
   const { db, dialect, close } = await openSwapDatabase(config.databaseUrl);

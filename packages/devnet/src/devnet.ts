@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BitcoindRpc, BitcoindRpcError } from '@rgbx/chains/btc';
-import { freePort, isListening, waitFor, writeToml } from '@rgbx/service-kit';
+import { freePort, isListening, takePidLock, waitFor, writeToml } from '@rgbx/service-kit';
 import { bitcoindArgs, verifiedBitcoind } from './bitcoind.ts';
 import { isAlive, isOurs, startProcess, stopProcess } from './processes.ts';
 
@@ -89,38 +89,19 @@ function infoOf(s: State): DevnetInfo {
   };
 }
 
-/** Serializes `up`/`down` on one directory across processes (O_EXCL lock file holding the pid). */
+/** Serializes `up`/`down` on one directory across processes (the kit's pid lock file, waited for). */
 async function withDirLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-  const lock = join(dir, '.lock');
   const deadline = Date.now() + 120_000;
-  for (;;) {
-    // Written aside and hard-linked into place: the lock never exists without its pid.
-    const tmp = `${lock}.${process.pid}.tmp`;
-    writeFileSync(tmp, String(process.pid));
-    let taken = false;
-    try {
-      linkSync(tmp, lock);
-      taken = true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    } finally {
-      rmSync(tmp, { force: true });
-    }
-    if (taken) break;
-    let holder = 0;
-    try {
-      holder = Number(readFileSync(lock, 'utf8'));
-    } catch {
-      continue; // released meanwhile
-    }
-    if (!isAlive(holder)) rmSync(lock, { force: true });
-    else if (Date.now() > deadline) throw new Error(`devnet: ${dir} is locked by pid ${holder}`);
-    else await new Promise((r) => setTimeout(r, 100));
+  let lock = takePidLock(join(dir, '.lock'));
+  while (!lock.taken) {
+    if (Date.now() > deadline) throw new Error(`devnet: ${dir} is locked by pid ${lock.holder}`);
+    await new Promise((r) => setTimeout(r, 100));
+    lock = takePidLock(join(dir, '.lock'));
   }
   try {
     return await fn();
   } finally {
-    rmSync(lock, { force: true });
+    lock.release();
   }
 }
 

@@ -1,16 +1,9 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
+import { pidAlive } from '@rgbx/service-kit';
 
-/** True if a process with this pid exists (signal 0 probes without signalling). */
-export function isAlive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+/** True if a process with this pid exists and has not exited (the kit's `pidAlive`). */
+export const isAlive = pidAlive;
 
 /**
  * True if `pid` is alive AND its command line mentions `marker` (the devnet directory). A pid recorded

@@ -53,6 +53,7 @@ export {
 } from './lifecycle.ts';
 export { type CreateLoggerOptions, createLogger, type Logger, REDACT_PATHS } from './logger.ts';
 export { announceListening, parseCommandLine, type RunMainOptions, runMain, UsageError } from './main.ts';
+export { type PidLock, pidAlive, takePidLock } from './pid-lock.ts';
 export { freePort, isListening, waitFor } from './ports.ts';
 export { installJsonParser } from './raw-body.ts';
 export { SealedBox, SealedBoxError, type SealedBoxFailure, type SealedBoxOptions } from './sealed-box.ts';

@@ -17,7 +17,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, isListening, readToml, writeToml } from '@rgbx/service-kit';
+import { freePort, isListening, pidAlive, readToml, writeToml } from '@rgbx/service-kit';
 import type { NodeBackend, NodeDriver, NodeRuntime, NodeSpec, Probe } from './driver.ts';
 
 export interface LocalDriverOptions {
@@ -34,24 +34,8 @@ function configPath(spec: NodeSpec): string {
   return join(spec.dataDir, 'node.toml');
 }
 
-/** True if the pid exists and is not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
-
 function isOurs(pid: number, spec: NodeSpec): boolean {
-  if (!alive(pid)) return false;
+  if (!pidAlive(pid)) return false;
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(configPath(spec));
   } catch {
@@ -184,7 +168,7 @@ export class LocalProcessDriver implements NodeDriver {
       const deadline = Date.now() + graceMs;
       while (isOurs(pid, spec) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     }
-    if (groupAlive(pid) && (isOurs(pid, spec) || !alive(pid))) signalGroup(pid, 'SIGKILL');
+    if (groupAlive(pid) && (isOurs(pid, spec) || !pidAlive(pid))) signalGroup(pid, 'SIGKILL');
     const deadline = Date.now() + 5_000;
     while (isOurs(pid, spec) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
