@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@rgbx/service-kit';
-import { parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
+import { cutSummary, parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToken } from './auth/tokens.ts';
 import { buildCloud, type Cloud } from './cloud.ts';
@@ -62,17 +62,17 @@ describe('slow bodies', () => {
     const normal = await send('GET', '/api/nodes');
     expect(normal.status).toBe(200);
     expect(normal.body).toEqual({ data: [] });
-    for (const r of await attack) {
-      expect(r.closed).toBe(true);
-      expect(r.elapsedMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
-      expect(r.elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS + 1000);
-      const res = parseResponse(r.text);
-      expect(res.status).toBe(408);
-      expect(res.headers.connection).toBe('close');
-      expect(JSON.parse(res.body)).toEqual({
-        error: { code: 'REQUEST_TIMEOUT', message: 'Request not received in time' },
-      });
-    }
+    expect((await attack).map((r) => cutSummary(r, REQUEST_TIMEOUT_MS))).toEqual(
+      Array(10).fill({
+        closed: true,
+        atTimeout: true,
+        status: 408,
+        connection: 'close',
+        body: {
+          error: { code: 'REQUEST_TIMEOUT', message: 'Request not received in time' },
+        },
+      }),
+    );
     expect(await nodeCount()).toBe(0);
   });
 });

@@ -8,7 +8,7 @@
 import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { DEFAULT_HTTP_TIMEOUTS, setHttpTimeouts } from '@rgbx/service-kit';
-import { parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
+import { cutSummary, parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type ProxyApp } from './app.ts';
 import { tempDataDir } from './test-util.ts';
@@ -45,19 +45,19 @@ describe('rgb proxy: slow bodies', () => {
     const normal = await rpc('{"jsonrpc":"2.0","id":7,"method":"server.info"}');
     expect(normal.status).toBe(200);
     expect(await normal.json()).toMatchObject({ jsonrpc: '2.0', id: 7, result: {} });
-    for (const r of await attack) {
-      expect(r.closed).toBe(true);
-      expect(r.elapsedMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
-      expect(r.elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS + 1000);
-      const res = parseResponse(r.text);
-      expect(res.status).toBe(408);
-      expect(res.headers.connection).toBe('close');
-      expect(JSON.parse(res.body)).toEqual({
-        jsonrpc: '2.0',
-        id: null,
-        error: { code: -32600, message: 'Request not received in time' },
-      });
-    }
+    expect((await attack).map((r) => cutSummary(r, REQUEST_TIMEOUT_MS))).toEqual(
+      Array(10).fill({
+        closed: true,
+        atTimeout: true,
+        status: 408,
+        connection: 'close',
+        body: {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32600, message: 'Request not received in time' },
+        },
+      }),
+    );
   });
 });
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ServiceProcess } from '@rgbx/devnet';
-import { parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
+import { cutSummary, parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWalletNode, syntheticIdentity } from './test-support.ts';
 
@@ -61,22 +61,22 @@ describe('wallet node: slow bodies', () => {
     const normal = await fetch(`http://127.0.0.1:${port}/version`);
     expect(normal.status).toBe(200);
     expect(await normal.json()).toMatchObject({ app: 'rgbx-wallet-node', version: '0.1.0' });
-    for (const r of await attack) {
-      expect(r.closed).toBe(true);
-      expect(r.elapsedMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
-      expect(r.elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS + 1000);
-      const res = parseResponse(r.text);
-      expect(res.status).toBe(408);
-      expect(res.headers.connection).toBe('close');
-      expect(JSON.parse(res.body)).toEqual({
-        error: {
-          code: 1010,
-          status: 'invalid_request',
-          message: 'Request not received in time',
-          details: {},
+    expect((await attack).map((r) => cutSummary(r, REQUEST_TIMEOUT_MS))).toEqual(
+      Array(10).fill({
+        closed: true,
+        atTimeout: true,
+        status: 408,
+        connection: 'close',
+        body: {
+          error: {
+            code: 1010,
+            status: 'invalid_request',
+            message: 'Request not received in time',
+            details: {},
+          },
         },
-      });
-    }
+      }),
+    );
   });
 });
 

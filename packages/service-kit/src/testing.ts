@@ -165,3 +165,34 @@ export async function slowHeaders(
 export function slowBodies(port: number, n: number, o: SlowBodyOptions): Promise<RawExchange[]> {
   return Promise.all(Array.from({ length: n }, () => slowBody(port, o)));
 }
+
+/** What a client of a slow request saw, reduced to what a request-timeout test asserts. */
+export interface CutSummary {
+  closed: boolean;
+  /** Cut within [timeoutMs − 50 ms, timeoutMs + 1 s). */
+  atTimeout: boolean;
+  status: number;
+  connection: string | undefined;
+  /** The JSON body. */
+  body: unknown;
+}
+
+/**
+ * Summarises a slow request's exchange for one `toEqual` against what the service must answer:
+ * closed, at the request timeout, the status, `Connection`, the JSON envelope.
+ *
+ * @example
+ * expect((await slowBodies(port, 10, o)).map((r) => cutSummary(r, 1000))).toEqual(
+ *   Array(10).fill({ closed: true, atTimeout: true, status: 408, connection: 'close', body: envelope }),
+ * );
+ */
+export function cutSummary(r: RawExchange, timeoutMs: number): CutSummary {
+  const res = parseResponse(r.text);
+  return {
+    closed: r.closed,
+    atTimeout: r.elapsedMs >= timeoutMs - 50 && r.elapsedMs < timeoutMs + 1000,
+    status: res.status,
+    connection: res.headers.connection,
+    body: JSON.parse(res.body),
+  };
+}

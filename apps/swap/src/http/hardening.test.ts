@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_HTTP_TIMEOUTS, setHttpTimeouts } from '@rgbx/service-kit';
-import { parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
+import { cutSummary, parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../test-support.ts';
 
@@ -43,19 +43,19 @@ describe('swap: slow bodies', () => {
     const normal = await fetch(`http://127.0.0.1:${port}/networks`, { headers: { 'x-api-key': s.apiKey } });
     expect(normal.status).toBe(200);
     expect(((await normal.json()) as { networks: unknown[] }).networks.length).toBeGreaterThan(0);
-    for (const r of await attack) {
-      expect(r.closed).toBe(true);
-      expect(r.elapsedMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
-      expect(r.elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS + 1000);
-      const res = parseResponse(r.text);
-      expect(res.status).toBe(408);
-      expect(res.headers.connection).toBe('close');
-      expect(JSON.parse(res.body)).toEqual({
-        code: 38,
-        type: 'REQUEST_TIMEOUT',
-        message: 'Request not received in time',
-      });
-    }
+    expect((await attack).map((r) => cutSummary(r, REQUEST_TIMEOUT_MS))).toEqual(
+      Array(10).fill({
+        closed: true,
+        atTimeout: true,
+        status: 408,
+        connection: 'close',
+        body: {
+          code: 38,
+          type: 'REQUEST_TIMEOUT',
+          message: 'Request not received in time',
+        },
+      }),
+    );
   });
 });
 
