@@ -9,8 +9,10 @@ import { join } from 'node:path';
  *   preimage generated and sealed, intent + event + nonce stored in one transaction), next to the
  *   raw rate of the chains module building the same typed data in the same run;
  * - Permit2 approvals verified per second through the service (signer recovery + the ERC-20
- *   allowance read by `eth_call` from a local EVM devnode + the guarded transition), next to the raw
- *   `verifyPermit2Signature` rate on the same signatures in the same run;
+ *   allowance read by `eth_call` from the EVM devnode + the guarded transition), next to its two
+ *   unavoidable steps measured alone in the same round: `verifyPermit2Signature` on the same signatures
+ *   and the allowance `eth_call` (`readErc20Allowance`, the same client the service uses); the floor is
+ *   the slower of the two;
  * - Solana co-sign approvals verified per second, next to raw `verifyCosignTransaction`;
  * - status reads per second (`GET /intents/{id}/status`).
  * Requests go through `app.inject` (in process, no sockets) with 8 in flight; the raw side is driven
@@ -18,8 +20,9 @@ import { join } from 'node:path';
  * of --rounds rounds. Within a round every service phase sits next to its raw phase, and their order
  * alternates from round to round (service first in rounds 1, 3, …, raw first in rounds 2, 4, …; a
  * raw-first typed-data phase uses the previous round's intent contexts, same shape). Ratios (service ÷
- * raw) are medians of the per-round ratios. The EVM devnode runs in this process; the Solana devnode
- * (recent blockhashes for Solana intents, untimed setup) runs as its own process.
+ * raw) are medians of the per-round ratios. The EVM devnode and the Solana devnode (recent blockhashes
+ * for Solana intents, untimed setup) run as their own processes, as a chain node is another machine's
+ * process in production (in process, EthereumJS executing the `eth_call` shared the service's event loop).
  *
  * usage: npx tsc -b && node bench/swap.mjs [--rounds 5] [--n 200]
  * Prints a table on stderr and one JSON document on stdout.
@@ -38,12 +41,10 @@ const N = Math.max(20, Number(values.n));
 const CONCURRENCY = 8;
 
 const swap = await import('../apps/swap/dist/index.js');
-const { typedDataOf } = await import('../apps/swap/dist/permit2-approval.js');
-const { verifyPermit2Signature } = await import('../packages/chains/dist/evm/index.js');
+const { typedDataOf } = await import('../apps/swap/dist/chains/permit2-approval.js');
+const { readErc20Allowance, verifyPermit2Signature } = await import('../packages/chains/dist/evm/index.js');
 const { verifyCosignTransaction } = await import('../packages/chains/dist/sol/index.js');
-const { startEvmDevnode, deployTestToken, approveErc20 } = await import(
-  '../packages/devnet/dist/evm-devnode/index.js'
-);
+const { deployTestToken, approveErc20 } = await import('../packages/devnet/dist/evm-devnode/index.js');
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
 const { signCosignApproval, signPermit2Approval } = await import('../packages/sdk/dist/index.js');
 
@@ -170,6 +171,7 @@ const METRICS = [
   'typed_data_raw_per_s',
   'permit2_approvals_per_s',
   'permit2_verify_raw_per_s',
+  'allowance_call_raw_per_s',
   'cosign_approvals_per_s',
   'cosign_verify_raw_per_s',
   'status_reads_per_s',
@@ -200,7 +202,7 @@ async function openService(dialect, url, node, token, solRpcUrl) {
   };
 }
 
-async function round(svc, r, token, owner, solUsers) {
+async function round(svc, r, token, owner, solUsers, rpcUrl) {
   const { db, inject, out } = svc;
   // Quotes are set up untimed; intent creation is timed.
   const quotes = [];
@@ -279,13 +281,20 @@ async function round(svc, r, token, owner, solUsers) {
           ok(await inject('POST', `/intents/${i.intentId}/approvals`, sigs[k]), 'approval');
         }),
       ),
-    async () =>
+    async () => {
       out.permit2_verify_raw_per_s.push(
         await rawRate(
           tds.map((td, k) => [td, sigs[k].permit2]),
           ([td, sig]) => verifyPermit2Signature(td, sig, owner.address), // throws unless it verifies
         ),
-      ),
+      );
+      out.allowance_call_raw_per_s.push(
+        await rawRate(intents, async () => {
+          if ((await readErc20Allowance(rpcUrl, token, owner.address, PERMIT2)) < SOURCE_LOTS)
+            throw new Error('allowance read: below the approved amount');
+        }),
+      );
+    },
   );
 
   // Solana co-sign approvals.
@@ -353,10 +362,18 @@ async function round(svc, r, token, owner, solUsers) {
 const RATIOS = {
   intents_vs_typed_data_raw: ['intents_per_s', 'typed_data_raw_per_s'],
   permit2_approvals_vs_verify_raw: ['permit2_approvals_per_s', 'permit2_verify_raw_per_s'],
+  permit2_approvals_vs_allowance_raw: ['permit2_approvals_per_s', 'allowance_call_raw_per_s'],
+  permit2_approvals_vs_floor: ['permit2_approvals_per_s', 'permit2_floor_per_s'],
   cosign_approvals_vs_verify_raw: ['cosign_approvals_per_s', 'cosign_verify_raw_per_s'],
 };
 /** Medians of the rates, and of the per-round ratios service ÷ raw (round 1 = service first). */
-const summary = (out) => ({
+const summary = (o) => summaryOf(withFloor(o));
+/** The Permit2 floor of each round: the slower of its two unavoidable steps measured alone. */
+const withFloor = (o) => ({
+  ...o,
+  permit2_floor_per_s: o.permit2_verify_raw_per_s.map((v, i) => Math.min(v, o.allowance_call_raw_per_s[i])),
+});
+const summaryOf = (out) => ({
   ...Object.fromEntries(
     Object.entries(out).map(([k, v]) => [k, { median: Math.round(median(v)), runs: v.map(Math.round) }]),
   ),
@@ -371,31 +388,38 @@ const summary = (out) => ({
   ),
 });
 
-/** The Solana devnode as its own process (`main.js` prints `{"url"}` once listening). */
-function startSolDevnode() {
-  const child = spawn(
-    process.execPath,
-    [fileURLToPath(new URL('../packages/devnet/dist/sol-devnode/main.js', import.meta.url))],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+/** A devnode as its own process: `main.js` prints one JSON line once listening. */
+function startDevnodeProcess(main) {
+  const child = spawn(process.execPath, [fileURLToPath(new URL(main, import.meta.url))], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let buf = '';
-    child.once('exit', (code) => reject(new Error(`sol devnode exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${main} exited with ${code}`)));
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (d) => {
       buf += d;
       const nl = buf.indexOf('\n');
-      if (nl >= 0) resolve({ url: JSON.parse(buf.slice(0, nl)).url, child });
+      if (nl >= 0) resolve({ ...JSON.parse(buf.slice(0, nl)), child });
     });
   });
 }
+const stopDevnode = (d) => {
+  d?.child.removeAllListeners('exit');
+  d?.child.kill('SIGTERM');
+};
 
-const node = await startEvmDevnode();
+const evm = await startDevnodeProcess('../packages/devnet/dist/evm-devnode/main.js');
+const node = {
+  rpcUrl: evm.rpc_url,
+  chainId: BigInt(evm.chain_id),
+  accounts: evm.accounts.map((a) => ({ address: a.address, privateKey: a.private_key })),
+};
 const tmp = mkdtempSync(join(tmpdir(), 'swap-bench-'));
 let pg;
 let sol;
 try {
-  sol = await startSolDevnode();
+  sol = await startDevnodeProcess('../packages/devnet/dist/sol-devnode/main.js');
   const token = await deployTestToken(node.rpcUrl, node.chainId, node.accounts[0].privateKey, {
     symbol: 'USDC',
     supply: 10n ** 30n,
@@ -420,7 +444,7 @@ try {
   try {
     for (let r = 0; r < ROUNDS; r++) {
       for (const svc of r % 2 === 0 ? services : [...services].reverse()) {
-        await round(svc, r, token, owner, solUsers);
+        await round(svc, r, token, owner, solUsers, node.rpcUrl);
         process.stderr.write(`${svc.dialect} round ${r + 1}/${ROUNDS}\n`);
       }
     }
@@ -440,7 +464,7 @@ try {
     sqlite: summary(services[0].out),
     postgres: summary(services[1].out),
   };
-  const rows = [...METRICS, ...Object.keys(RATIOS)].map((k) => {
+  const rows = [...METRICS, 'permit2_floor_per_s', ...Object.keys(RATIOS)].map((k) => {
     const get = (d) => (d[k] ?? d.ratios[k]).median;
     return `${k.padEnd(32)} ${String(get(result.sqlite)).padStart(8)} ${String(get(result.postgres)).padStart(10)}`;
   });
@@ -450,8 +474,7 @@ try {
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 } finally {
   await pg?.drop();
-  await node.stop();
-  sol?.child.removeAllListeners('exit');
-  sol?.child.kill('SIGTERM');
+  stopDevnode(evm);
+  stopDevnode(sol);
   rmSync(tmp, { recursive: true, force: true });
 }

@@ -6,6 +6,7 @@
 import { createLogger, createServer, type Logger, type ServiceApp } from '@rgbx/service-kit';
 import type { Dialect } from '@rgbx/store';
 import { type ChainGateway, createChainGateway } from './chains/chain-gateway.ts';
+import { createVerifier, type SignatureVerifier } from './chains/verify-pool.ts';
 import type { SwapConfig } from './config.ts';
 import type { SwapContext } from './context.ts';
 import { Catalog } from './domain/catalog.ts';
@@ -27,6 +28,8 @@ export interface BuildSwapAppOptions {
   logger?: Logger;
   /** Default: Electrum + JSON-RPC from the configuration. */
   gateway?: ChainGateway;
+  /** Default: `swap.verify_threads` worker threads (inline for 0). */
+  verifier?: SignatureVerifier;
   /** Default: `Date.now`. */
   now?: () => number;
   /** Default: the reference resolvers of the configuration. */
@@ -75,6 +78,7 @@ export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
         ...(config.bitcoin.electrum_url ? { electrumUrl: config.bitcoin.electrum_url } : {}),
         electrumTimeoutMs: config.bitcoin.electrum_timeout_ms,
       }),
+    verifier: opts.verifier ?? createVerifier(config.swap.verify_threads),
     now: opts.now ?? Date.now,
     logger,
   };
@@ -101,6 +105,7 @@ export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
   app.addHook('onClose', async () => {
     health.markStopping();
     ctx.gateway.close();
+    await ctx.verifier.close();
   });
   return { app, ctx, health };
 }

@@ -130,6 +130,8 @@ export const ConfigSchema = Type.Object({
       max_affiliate_fee_bps: Type.Integer({ minimum: 0, maximum: 5000, default: 300 }),
       resolver_timeout_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 2000 }),
       scheduler_interval_ms: Type.Integer({ minimum: 50, maximum: 3_600_000, default: 5000 }),
+      /** Worker threads for Permit2 signature checks (secp256k1 recovery off the event loop); 0 = inline. */
+      verify_threads: Type.Integer({ minimum: 0, maximum: 16, default: 1 }),
       /**
        * Seconds between the last moment a fulfilment is accepted (the intent deadline) and the moment
        * the user can refund the source (HTLC CLTV, EVM escrow `refundAfter`): the resolver's window to

@@ -2,6 +2,7 @@
 import type { Logger } from '@rgbx/service-kit';
 import type { Dialect } from '@rgbx/store';
 import type { ChainGateway } from './chains/chain-gateway.ts';
+import type { SignatureVerifier } from './chains/verify-pool.ts';
 import type { SwapConfig } from './config.ts';
 import type { Catalog } from './domain/catalog.ts';
 import type { PreimageVault } from './domain/preimage-vault.ts';
@@ -16,6 +17,8 @@ export interface SwapContext {
   resolvers: readonly Resolver[];
   vault: PreimageVault;
   gateway: ChainGateway;
+  /** Permit2 signature checks (worker threads unless `swap.verify_threads` is 0). */
+  verifier: SignatureVerifier;
   /** Milliseconds since the epoch (injected so tests can move time). */
   now: () => number;
   logger: Logger;

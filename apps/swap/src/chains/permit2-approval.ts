@@ -14,12 +14,12 @@ import {
   buildSwapIntentWitness,
   type Permit2TypedData,
   permit2TypedDataToJson,
-  verifyPermit2Signature,
 } from '@rgbx/chains/evm';
-import { buildTronPermit2TypedData, verifyTronPermit2Signature } from '@rgbx/chains/tron';
+import { buildTronPermit2TypedData } from '@rgbx/chains/tron';
 import type { NetworkConfig } from '../config.ts';
 import { E, verificationFailure } from '../errors.ts';
 import type { ChainGateway } from './chain-gateway.ts';
+import { inlineVerifier, type SignatureVerifier } from './verify-pool.ts';
 
 /** What is stored to rebuild the typed data at verification (bigints as decimal strings). */
 export interface Permit2Context {
@@ -216,6 +216,7 @@ export async function verifyPermit2Approval(
   network: NetworkConfig,
   gateway: ChainGateway,
   checkAllowance: boolean,
+  verifier: SignatureVerifier = inlineVerifier,
 ): Promise<{ canonical: string; typedData: Permit2TypedData }> {
   if (typeof signature !== 'string' || !/^(0x)?[0-9a-fA-F]{128,130}$/.test(signature)) {
     throw E.INVALID_SIGNATURE.createWith(
@@ -239,11 +240,7 @@ export async function verifyPermit2Approval(
   const td = typedDataOf(ctx);
   let canonical: string;
   try {
-    const r =
-      ctx.kind === 'tron'
-        ? await verifyTronPermit2Signature(td, signature, ctx.owner)
-        : await verifyPermit2Signature(td, signature, ctx.owner);
-    canonical = r.canonicalSignature;
+    canonical = await verifier.permit2(ctx.kind, td, signature, ctx.owner);
   } catch (err) {
     signatureError(err);
   }

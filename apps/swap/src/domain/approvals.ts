@@ -46,6 +46,7 @@ async function verify(
         network,
         ctx.gateway,
         checkAllowance,
+        ctx.verifier,
       );
       // The typed data the signature was checked against, not built a second time.
       const params = permit2Params(pc, pc.witness.resolver, typedData);
