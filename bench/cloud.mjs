@@ -37,6 +37,7 @@ let RATE = 50;
 let SECONDS = 10;
 let ROUNDS = 4;
 let SIGN_THREADS = 1;
+let CONCURRENCY = 16;
 
 const RECEIVER = `
 import { createServer } from 'node:https';
@@ -171,7 +172,7 @@ async function run(label, databaseUrlOf) {
       '[webhooks]',
       'allow_cidrs = ["127.0.0.0/8"]',
       `extra_ca_file = ${JSON.stringify(receiver.caFile)}`,
-      'concurrency = 16',
+      `concurrency = ${CONCURRENCY}`,
       'poll_interval_ms = 1000',
       `sign_threads = ${SIGN_THREADS}`,
     ].join('\n'),
@@ -281,6 +282,7 @@ export async function benchCloud(opts = {}) {
   SECONDS = opts.seconds ?? SECONDS;
   ROUNDS = opts.rounds ?? ROUNDS;
   SIGN_THREADS = opts.signThreads ?? SIGN_THREADS;
+  CONCURRENCY = opts.concurrency ?? CONCURRENCY;
   const out = {
     node: process.version,
     cpus: cpus().length,
@@ -288,7 +290,7 @@ export async function benchCloud(opts = {}) {
     sign_threads: SIGN_THREADS,
     floor: `raw crypto.sign per second with ${Math.max(1, SIGN_THREADS)} thread(s) (worker threads), measured before and after each phase`,
     events: EVENTS + NODES,
-    concurrency: 16,
+    concurrency: CONCURRENCY,
     rounds: [],
   };
   let pgReachable = true;
@@ -352,6 +354,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       seconds: { type: 'string', default: '10' },
       rounds: { type: 'string', default: '4' },
       'sign-threads': { type: 'string', default: '1' },
+      concurrency: { type: 'string', default: '16' },
     },
   });
   const out = await benchCloud({
@@ -361,6 +364,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     seconds: Number(values.seconds),
     rounds: Number(values.rounds),
     signThreads: Number(values['sign-threads']),
+    concurrency: Number(values.concurrency),
   });
   console.info(JSON.stringify({ date: new Date().toISOString(), ...out }, null, 2));
 }

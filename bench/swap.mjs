@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 /**
@@ -24,7 +24,7 @@ import { join } from 'node:path';
  * for Solana intents, untimed setup) run as their own processes, as a chain node is another machine's
  * process in production (in process, EthereumJS executing the `eth_call` shared the service's event loop).
  *
- * usage: npx tsc -b && node bench/swap.mjs [--rounds 5] [--n 200]
+ * usage: npx tsc -b && node bench/swap.mjs [--rounds 5] [--n 200] [--verify-threads 1]
  * Prints a table on stderr and one JSON document on stdout.
  */
 import { performance } from 'node:perf_hooks';
@@ -34,11 +34,16 @@ import { generateKeyPairSigner, signBytes } from '@solana/kit';
 import { privateKeyToAccount } from 'viem/accounts';
 
 const { values } = parseArgs({
-  options: { rounds: { type: 'string', default: '5' }, n: { type: 'string', default: '200' } },
+  options: {
+    rounds: { type: 'string', default: '5' },
+    n: { type: 'string', default: '200' },
+    'verify-threads': { type: 'string', default: '1' },
+  },
 });
 const ROUNDS = Math.max(3, Number(values.rounds));
 const N = Math.max(20, Number(values.n));
 const CONCURRENCY = 8;
+const VERIFY_THREADS = Number(values['verify-threads']);
 
 const swap = await import('../apps/swap/dist/index.js');
 const { typedDataOf } = await import('../apps/swap/dist/chains/permit2-approval.js');
@@ -108,6 +113,7 @@ electrum_url = "tcp://127.0.0.1:1"
 [swap]
 quote_ttl_secs = 3600
 scheduler_interval_ms = 3600000
+verify_threads = ${VERIFY_THREADS}
 [[networks]]
 id = 1
 name = "Bitcoin regtest"
@@ -172,6 +178,8 @@ const METRICS = [
   'permit2_approvals_per_s',
   'permit2_verify_raw_per_s',
   'allowance_call_raw_per_s',
+  'permit2_cpu_ms_service',
+  'permit2_cpu_ms_devnode',
   'cosign_approvals_per_s',
   'cosign_verify_raw_per_s',
   'status_reads_per_s',
@@ -202,7 +210,14 @@ async function openService(dialect, url, node, token, solRpcUrl) {
   };
 }
 
-async function round(svc, r, token, owner, solUsers, rpcUrl) {
+/** utime + stime of a process, in ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
+function procCpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
+async function round(svc, r, token, owner, solUsers, rpcUrl, devnodePid) {
   const { db, inject, out } = svc;
   // Quotes are set up untimed; intent creation is timed.
   const quotes = [];
@@ -275,12 +290,20 @@ async function round(svc, r, token, owner, solUsers, rpcUrl) {
   const tds = contexts.map((c) => typedDataOf(c));
   await pair(
     r,
-    async () =>
+    async () => {
+      // CPU of every process an approval runs in: this one (the in-process client, the service's event
+      // loop and its signature thread) and the EVM devnode answering the allowance eth_call.
+      const cpu0 = process.cpuUsage();
+      const dev0 = procCpuMs(devnodePid);
       out.permit2_approvals_per_s.push(
         await rate(intents, async (i, k) => {
           ok(await inject('POST', `/intents/${i.intentId}/approvals`, sigs[k]), 'approval');
         }),
-      ),
+      );
+      const cpu = process.cpuUsage(cpu0);
+      out.permit2_cpu_ms_service.push((cpu.user + cpu.system) / 1000 / intents.length);
+      out.permit2_cpu_ms_devnode.push((procCpuMs(devnodePid) - dev0) / intents.length);
+    },
     async () => {
       out.permit2_verify_raw_per_s.push(
         await rawRate(
@@ -364,6 +387,7 @@ const RATIOS = {
   permit2_approvals_vs_verify_raw: ['permit2_approvals_per_s', 'permit2_verify_raw_per_s'],
   permit2_approvals_vs_allowance_raw: ['permit2_approvals_per_s', 'allowance_call_raw_per_s'],
   permit2_approvals_vs_floor: ['permit2_approvals_per_s', 'permit2_floor_per_s'],
+  permit2_approvals_vs_cpu_ceiling: ['permit2_approvals_per_s', 'permit2_cpu_ceiling_per_s'],
   cosign_approvals_vs_verify_raw: ['cosign_approvals_per_s', 'cosign_verify_raw_per_s'],
 };
 /** Medians of the rates, and of the per-round ratios service ÷ raw (round 1 = service first). */
@@ -372,10 +396,17 @@ const summary = (o) => summaryOf(withFloor(o));
 const withFloor = (o) => ({
   ...o,
   permit2_floor_per_s: o.permit2_verify_raw_per_s.map((v, i) => Math.min(v, o.allowance_call_raw_per_s[i])),
+  // What the cores allow: cores × 1000 ms ÷ the CPU ms one approval takes in every process involved.
+  permit2_cpu_ceiling_per_s: o.permit2_cpu_ms_service.map(
+    (c, i) => (cpus().length * 1000) / (c + o.permit2_cpu_ms_devnode[i]),
+  ),
 });
 const summaryOf = (out) => ({
   ...Object.fromEntries(
-    Object.entries(out).map(([k, v]) => [k, { median: Math.round(median(v)), runs: v.map(Math.round) }]),
+    Object.entries(out).map(([k, v]) => {
+      const r = k.includes('_ms_') ? (x) => Math.round(x * 100) / 100 : Math.round; // CPU ms: 2 decimals
+      return [k, { median: r(median(v)), runs: v.map(r) }];
+    }),
   ),
   ratios: Object.fromEntries(
     Object.entries(RATIOS).map(([k, [svc, raw]]) => {
@@ -444,7 +475,7 @@ try {
   try {
     for (let r = 0; r < ROUNDS; r++) {
       for (const svc of r % 2 === 0 ? services : [...services].reverse()) {
-        await round(svc, r, token, owner, solUsers, node.rpcUrl);
+        await round(svc, r, token, owner, solUsers, node.rpcUrl, evm.child.pid);
         process.stderr.write(`${svc.dialect} round ${r + 1}/${ROUNDS}\n`);
       }
     }
@@ -459,15 +490,18 @@ try {
     rounds: ROUNDS,
     concurrency: CONCURRENCY,
     raw_concurrency: CONCURRENCY,
+    verify_threads: VERIFY_THREADS,
     order:
       'service and raw phases side by side in each round; service first in odd-numbered rounds (1, 3, …), raw first in even-numbered ones',
     sqlite: summary(services[0].out),
     postgres: summary(services[1].out),
   };
-  const rows = [...METRICS, 'permit2_floor_per_s', ...Object.keys(RATIOS)].map((k) => {
-    const get = (d) => (d[k] ?? d.ratios[k]).median;
-    return `${k.padEnd(32)} ${String(get(result.sqlite)).padStart(8)} ${String(get(result.postgres)).padStart(10)}`;
-  });
+  const rows = [...METRICS, 'permit2_floor_per_s', 'permit2_cpu_ceiling_per_s', ...Object.keys(RATIOS)].map(
+    (k) => {
+      const get = (d) => (d[k] ?? d.ratios[k]).median;
+      return `${k.padEnd(32)} ${String(get(result.sqlite)).padStart(8)} ${String(get(result.postgres)).padStart(10)}`;
+    },
+  );
   process.stderr.write(
     `\n${'median (per second; ratios)'.padEnd(32)} ${'sqlite'.padStart(8)} ${'postgres'.padStart(10)}\n${rows.join('\n')}\n`,
   );
