@@ -37,7 +37,7 @@ let RATE = 50;
 let SECONDS = 10;
 let ROUNDS = 4;
 let SIGN_THREADS = 1;
-let CONCURRENCY = 16;
+let CONCURRENCY = 32;
 
 const RECEIVER = `
 import { createServer } from 'node:https';
@@ -354,7 +354,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       seconds: { type: 'string', default: '10' },
       rounds: { type: 'string', default: '4' },
       'sign-threads': { type: 'string', default: '1' },
-      concurrency: { type: 'string', default: '16' },
+      concurrency: { type: 'string', default: '32' },
     },
   });
   const out = await benchCloud({

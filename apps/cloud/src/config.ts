@@ -114,7 +114,7 @@ export const ConfigSchema = Type.Object({
       /** Response bytes kept in the delivery log. */
       response_snippet_bytes: Type.Integer({ minimum: 0, maximum: 65536, default: 1024 }),
       /** Deliveries in flight at once (never two for one node). */
-      concurrency: Type.Integer({ minimum: 1, maximum: 256, default: 16 }),
+      concurrency: Type.Integer({ minimum: 1, maximum: 256, default: 32 }),
       /** How often the dispatcher looks for due retries (new events wake it at once). */
       poll_interval_ms: Ms(1_000, 10),
       /** Worker threads that compute the RSA signatures (0: on the event loop). */
