@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { E } from '../errors.ts';
-import type { SwapDb } from '../store/database.ts';
+import type { SwapDb, SwapPair } from '../store/database.ts';
 import { ms, pairColumns } from '../store/database.ts';
 import { AmountError, bpsOf, minusBps, parseLots, toLots } from './amounts.ts';
 import { type ApprovalMechanism, type Catalog, mechanismFor } from './catalog.ts';
@@ -41,17 +41,8 @@ export interface AffiliateFee {
   feeAmountDecimals: number;
 }
 
-export interface Quote {
+export interface Quote extends SwapPair {
   id: string;
-  sourceChain: number;
-  sourceToken: string;
-  destChain: number;
-  destToken: string;
-  sourceAmountLots: bigint;
-  sourceAmountDecimals: number;
-  minDestAmountLots: bigint;
-  maxDestAmountLots: bigint;
-  destAmountDecimals: number;
   slippageBps: number;
   swapType: SwapType;
   depositType: DepositType;

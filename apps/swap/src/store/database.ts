@@ -383,8 +383,8 @@ export async function openSwapDatabase(url: string): Promise<OpenedSwapDb> {
   return opened;
 }
 
-/** What a quote fixes of a swap (the pair and its amounts), as `quotes` and `intents` store it. */
-export function pairColumns(q: {
+/** What a quote fixes of a swap: the pair and its amounts (a quote and its intents share them). */
+export interface SwapPair {
   sourceChain: number;
   sourceToken: string;
   destChain: number;
@@ -394,7 +394,10 @@ export function pairColumns(q: {
   destAmountDecimals: number;
   minDestAmountLots: bigint;
   maxDestAmountLots: bigint;
-}) {
+}
+
+/** A {@link SwapPair} as `quotes` and `intents` store it. */
+export function pairColumns(q: SwapPair) {
   return {
     source_chain: q.sourceChain,
     source_token: q.sourceToken,

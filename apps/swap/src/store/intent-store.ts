@@ -9,7 +9,7 @@ import { insertLeg, type LegProof, type LegRecord, parseSettlement } from '../ch
 import type { ApprovalMechanism } from '../domain/catalog.ts';
 import { EXPIRABLE, type IntentStatus, isStatus, type Trigger, transition } from '../domain/lifecycle.ts';
 import { E } from '../errors.ts';
-import { type IntentTable, ms, type SwapDatabase, type SwapDb } from './database.ts';
+import { type IntentTable, ms, type SwapDatabase, type SwapDb, type SwapPair } from './database.ts';
 
 export type IntentRow = Selectable<IntentTable>;
 export type Executor = SwapDb | Transaction<SwapDatabase>;
@@ -29,22 +29,13 @@ export interface SwapMetadata {
   refundRequestedAt: string | null;
 }
 
-export interface Intent {
+export interface Intent extends SwapPair {
   id: string;
   apiKeyId: string;
   quoteId: string;
   resolverId: string;
   status: IntentStatus;
   mechanism: ApprovalMechanism;
-  sourceChain: number;
-  sourceToken: string;
-  destChain: number;
-  destToken: string;
-  sourceAmountLots: bigint;
-  sourceAmountDecimals: number;
-  destAmountDecimals: number;
-  minDestAmountLots: bigint;
-  maxDestAmountLots: bigint;
   userSourceAddress: string;
   userSourcePublicKey: string | null;
   userDestAddress: string;
