@@ -13,8 +13,8 @@ export function lockDataDir(dataDir: string): () => void {
   let lock: ReturnType<typeof takePidLock>;
   try {
     lock = takePidLock(path);
-  } catch {
-    throw new Error(`wallet.data_dir ${dataDir}: could not take the lock ${path}`);
+  } catch (err) {
+    throw new Error(`wallet.data_dir ${dataDir}: could not take the lock ${path}: ${(err as Error).message}`);
   }
   if (!lock.taken)
     throw new Error(

@@ -94,7 +94,10 @@ async function withDirLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + 120_000;
   let lock = takePidLock(join(dir, '.lock'));
   while (!lock.taken) {
-    if (Date.now() > deadline) throw new Error(`devnet: ${dir} is locked by pid ${lock.holder}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `devnet: ${dir} is locked by pid ${Number.isNaN(lock.holder) ? '? (.lock holds no pid)' : lock.holder}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
     lock = takePidLock(join(dir, '.lock'));
   }
