@@ -160,7 +160,8 @@ export async function benchWalletNode(opts = {}) {
       bitcoinNetwork: 'Regtest',
       databaseType: 'Sqlite',
       maxAllocationsPerUtxo: '1',
-      supportedSchemas: ['Nia', 'Cfa', 'Uda'],
+      // As the wallet node opens its wallets (apps/wallet-node/src/wallets.ts): listAssets([]) lists every one.
+      supportedSchemas: ['Nia', 'Cfa', 'Uda', 'Ifa'],
     });
     const keys = JSON.stringify({
       accountXpubVanilla: kA.accountXpubVanilla,
