@@ -6,7 +6,7 @@
  * if a worker fails, signing happens inline, as before. Errors carry no key material.
  */
 import { sign } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
+import { ThreadPool } from '@rgbx/service-kit';
 import type { Signer } from './keys.ts';
 
 /** Keys kept per worker; older ones are dropped (a rotation needs at most two at once). */
@@ -38,12 +38,6 @@ export class SignPoolError extends Error {
   override readonly name = 'SignPoolError';
 }
 
-interface Slot {
-  worker: Worker;
-  keys: string[];
-  pending: Map<number, { resolve: (s: string) => void; reject: (e: Error) => void }>;
-}
-
 type Reply = { id: number; signature?: string; error?: string };
 
 /** Base64 RSA-SHA256 (PKCS#1 v1.5) signature of `body`, on the calling thread. */
@@ -52,37 +46,27 @@ export function signInline(signer: Signer, body: Uint8Array): string {
 }
 
 export class SignPool {
-  private readonly slots: Slot[] = [];
-  private nextId = 1;
-  private closed = false;
+  // Per thread: the key ids it was given, oldest first.
+  private readonly pool: ThreadPool<string[], string>;
   readonly threads: number;
 
   constructor(threads: number) {
     this.threads = threads;
-    for (let i = 0; i < threads; i++) this.slots.push(this.spawn());
-  }
-
-  private spawn(): Slot {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, name: 'webhook-signer' });
-    // Stopping the dispatcher closes the pool; an idle pool alone never keeps the process alive.
-    worker.unref();
-    const slot: Slot = { worker, keys: [], pending: new Map() };
-    worker.on('message', (m: Reply) => {
-      const p = slot.pending.get(m.id);
-      if (!p) return;
-      slot.pending.delete(m.id);
-      if (m.signature !== undefined) p.resolve(m.signature);
-      else p.reject(new SignPoolError(m.error ?? 'signing failed'));
+    this.pool = new ThreadPool<string[], string>({
+      threads,
+      source: WORKER_SOURCE,
+      name: 'webhook-signer',
+      state: () => [],
+      settle: (m: Reply) =>
+        m.signature !== undefined
+          ? { value: m.signature }
+          : { error: new SignPoolError(m.error ?? 'signing failed') },
+      // The thread's error name only: a message could quote what it was signing with.
+      lost: (why) =>
+        new SignPoolError(
+          'err' in why ? `signing thread failed: ${why.err.name}` : `signing thread exited (${why.code})`,
+        ),
     });
-    const fail = (why: string) => {
-      for (const p of slot.pending.values()) p.reject(new SignPoolError(why));
-      slot.pending.clear();
-      const i = this.slots.indexOf(slot);
-      if (i >= 0 && !this.closed) this.slots[i] = this.spawn();
-    };
-    worker.on('error', (err) => fail(`signing thread failed: ${err.name}`));
-    worker.on('exit', (code) => fail(`signing thread exited (${code})`));
-    return slot;
   }
 
   /**
@@ -90,36 +74,26 @@ export class SignPool {
    * (one wake-up of the thread per batch; each signature resolves as soon as it is computed).
    */
   signMany(signer: Signer, bodies: readonly string[]): Promise<string>[] {
-    if (this.closed || this.slots.length === 0)
-      return bodies.map((b) => Promise.resolve(signInline(signer, Buffer.from(b, 'utf8'))));
-    let slot = this.slots[0]!;
-    for (const s of this.slots) if (s.pending.size < slot.pending.size) slot = s;
-    if (!slot.keys.includes(signer.keyId)) {
-      slot.worker.postMessage({ type: 'key', keyId: signer.keyId, key: signer.privateKey });
-      slot.keys.push(signer.keyId);
+    const thread = this.pool.pick();
+    if (!thread) return bodies.map((b) => Promise.resolve(signInline(signer, Buffer.from(b, 'utf8'))));
+    const keys = thread.state;
+    if (!keys.includes(signer.keyId)) {
+      thread.worker.postMessage({ type: 'key', keyId: signer.keyId, key: signer.privateKey });
+      keys.push(signer.keyId);
       // Messages are handled in order: signatures asked for before this still find their key.
-      while (slot.keys.length > KEYS_PER_WORKER)
-        slot.worker.postMessage({ type: 'forget', keyId: slot.keys.shift() });
+      while (keys.length > KEYS_PER_WORKER)
+        thread.worker.postMessage({ type: 'forget', keyId: keys.shift() });
     }
-    const id = this.nextId;
-    this.nextId += bodies.length;
-    const out = bodies.map(
-      (_, i) =>
-        new Promise<string>((resolve, reject) => {
-          slot.pending.set(id + i, { resolve, reject });
-        }),
-    );
-    slot.worker.postMessage({ type: 'sign', id, keyId: signer.keyId, bodies });
-    return out;
+    const { id, results } = this.pool.expect(thread, bodies.length);
+    thread.worker.postMessage({ type: 'sign', id, keyId: signer.keyId, bodies });
+    return results;
   }
 
   sign(signer: Signer, body: string): Promise<string> {
     return this.signMany(signer, [body])[0]!;
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await Promise.allSettled(this.slots.map((s) => s.worker.terminate()));
+  close(): Promise<void> {
+    return this.pool.close();
   }
 }

@@ -136,9 +136,7 @@ describe('Permit2 verify pool (worker threads) agrees with the inline check', ()
     try {
       const sig = await sign(owner, evmTd);
       const pending = p.permit2('evm', evmTd, sig, owner.address);
-      await (
-        p as unknown as { slots: { worker: { terminate(): Promise<number> } }[] }
-      ).slots[0]!.worker.terminate();
+      await p.pool.pick()!.worker.terminate();
       await expect(pending).rejects.toThrow(/signature worker exited/);
       expect(await p.permit2('evm', evmTd, sig, owner.address)).toBe(sig);
     } finally {

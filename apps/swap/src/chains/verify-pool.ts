@@ -9,7 +9,6 @@
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import {
   ChainInputError,
   type Permit2TypedData,
@@ -17,6 +16,7 @@ import {
   verifyPermit2Signature,
 } from '@rgbx/chains/evm';
 import { verifyTronPermit2Signature } from '@rgbx/chains/tron';
+import { ThreadPool } from '@rgbx/service-kit';
 
 export type Permit2Kind = 'evm' | 'tron';
 
@@ -89,59 +89,43 @@ function rebuild(f: Failure): Error {
   return new Error(`signature check failed in its worker: ${f.message}`);
 }
 
-interface Slot {
-  worker: Worker;
-  pending: Map<number, { resolve: (s: string) => void; reject: (e: Error) => void }>;
-}
+type Reply = { id: number; canonical?: string; failure?: Failure };
 
 export class VerifyPool implements SignatureVerifier {
   readonly threads: number;
-  private readonly slots: Slot[] = [];
-  private nextId = 1;
-  private closed = false;
+  readonly pool: ThreadPool<undefined, string>;
 
   constructor(threads: number) {
     this.threads = threads;
-    for (let i = 0; i < threads; i++) this.slots.push(this.spawn());
-  }
-
-  private spawn(): Slot {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, name: 'permit2-verify', workerData: MODULES });
-    worker.unref(); // an idle pool never keeps the process alive
-    const slot: Slot = { worker, pending: new Map() };
-    worker.on('message', (m: { id: number; canonical?: string; failure?: Failure }) => {
-      const p = slot.pending.get(m.id);
-      if (!p) return;
-      slot.pending.delete(m.id);
-      if (m.canonical !== undefined) p.resolve(m.canonical);
-      else p.reject(rebuild(m.failure ?? { message: 'no result' }));
+    this.pool = new ThreadPool<undefined, string>({
+      threads,
+      source: WORKER_SOURCE,
+      name: 'permit2-verify',
+      workerData: MODULES,
+      state: () => undefined,
+      settle: (m: Reply) =>
+        m.canonical !== undefined
+          ? { value: m.canonical }
+          : { error: rebuild(m.failure ?? { message: 'no result' }) },
+      lost: (why) =>
+        new Error(
+          'err' in why
+            ? `signature worker failed: ${why.err.message}`
+            : `signature worker exited (${why.code})`,
+        ),
     });
-    const fail = (why: string) => {
-      for (const p of slot.pending.values()) p.reject(new Error(why));
-      slot.pending.clear();
-      const i = this.slots.indexOf(slot);
-      if (i >= 0 && !this.closed) this.slots[i] = this.spawn();
-    };
-    worker.on('error', (err) => fail(`signature worker failed: ${err.message}`));
-    worker.on('exit', (code) => fail(`signature worker exited (${code})`));
-    return slot;
   }
 
   permit2(kind: Permit2Kind, td: Permit2TypedData, signature: string, owner: string): Promise<string> {
-    if (this.closed || this.slots.length === 0) return verifyInline(kind, td, signature, owner);
-    let slot = this.slots[0]!;
-    for (const s of this.slots) if (s.pending.size < slot.pending.size) slot = s;
-    const id = this.nextId++;
-    return new Promise<string>((resolve, reject) => {
-      slot.pending.set(id, { resolve, reject });
-      slot.worker.postMessage({ id, kind, td, signature, owner });
-    });
+    const thread = this.pool.pick();
+    if (!thread) return verifyInline(kind, td, signature, owner);
+    const { id, results } = this.pool.expect(thread, 1);
+    thread.worker.postMessage({ id, kind, td, signature, owner });
+    return results[0]!;
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await Promise.allSettled(this.slots.map((s) => s.worker.terminate()));
+  close(): Promise<void> {
+    return this.pool.close();
   }
 }
 

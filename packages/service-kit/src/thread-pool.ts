@@ -1,0 +1,106 @@
+/**
+ * A small pool of worker threads for CPU-bound work kept off the event loop (the cloud's RSA webhook
+ * signatures, the swap's Permit2 signature checks). Each thread runs plain CommonJS given as source
+ * (`eval`), so the same code runs from `src` in tests and from `dist`. The pool does the bookkeeping both
+ * need: request ids, one pending map per thread, the least busy thread, and a thread that fails or exits
+ * rejecting what it had pending and being replaced by a new one (with fresh per-thread state).
+ */
+import { Worker } from 'node:worker_threads';
+
+/** One thread of the pool, with whatever per-thread state the user keeps (e.g. which keys it holds). */
+export interface PoolThread<S> {
+  readonly worker: Worker;
+  readonly state: S;
+}
+
+interface Slot<S, R> extends PoolThread<S> {
+  pending: Map<number, { resolve: (r: R) => void; reject: (e: Error) => void }>;
+}
+
+export interface ThreadPoolOptions<S, R> {
+  threads: number;
+  /** CommonJS evaluated in each thread; it answers messages with `{id, …}`. */
+  source: string;
+  /** Thread name (shown in diagnostics). */
+  name: string;
+  workerData?: unknown;
+  /** Fresh state for each (re)spawned thread. */
+  state: () => S;
+  /** A thread's answer `{id, …}` as the result of request `id`, or the error to reject it with. */
+  settle(reply: { id: number }): { value: R } | { error: Error };
+  /** The error pending requests get when their thread fails (`err`) or exits (`code`). */
+  lost(why: { err: Error } | { code: number }): Error;
+}
+
+export class ThreadPool<S, R> {
+  readonly threads: number;
+  private readonly slots: Slot<S, R>[] = [];
+  private nextId = 1;
+  private closed = false;
+  private readonly o: ThreadPoolOptions<S, R>;
+
+  constructor(o: ThreadPoolOptions<S, R>) {
+    this.o = o;
+    this.threads = o.threads;
+    for (let i = 0; i < o.threads; i++) this.slots.push(this.spawn());
+  }
+
+  private spawn(): Slot<S, R> {
+    const worker = new Worker(this.o.source, {
+      eval: true,
+      name: this.o.name,
+      ...(this.o.workerData === undefined ? {} : { workerData: this.o.workerData }),
+    });
+    worker.unref(); // an idle pool never keeps the process alive
+    const slot: Slot<S, R> = { worker, state: this.o.state(), pending: new Map() };
+    worker.on('message', (m: { id: number }) => {
+      const p = slot.pending.get(m.id);
+      if (!p) return;
+      slot.pending.delete(m.id);
+      const r = this.o.settle(m);
+      if ('value' in r) p.resolve(r.value);
+      else p.reject(r.error);
+    });
+    const fail = (why: { err: Error } | { code: number }) => {
+      for (const p of slot.pending.values()) p.reject(this.o.lost(why));
+      slot.pending.clear();
+      const i = this.slots.indexOf(slot);
+      if (i >= 0 && !this.closed) this.slots[i] = this.spawn();
+    };
+    worker.on('error', (err) => fail({ err }));
+    worker.on('exit', (code) => fail({ code }));
+    return slot;
+  }
+
+  /** The thread with the fewest pending requests; undefined when the pool is closed or has none. */
+  pick(): PoolThread<S> | undefined {
+    if (this.closed || this.slots.length === 0) return undefined;
+    let slot = this.slots[0]!;
+    for (const s of this.slots) if (s.pending.size < slot.pending.size) slot = s;
+    return slot;
+  }
+
+  /**
+   * Reserves `n` consecutive request ids on `thread` and returns the first with one promise per id; the
+   * caller then posts the message that asks for them (ids `id` … `id + n − 1`).
+   */
+  expect(thread: PoolThread<S>, n: number): { id: number; results: Promise<R>[] } {
+    const slot = thread as Slot<S, R>;
+    const id = this.nextId;
+    this.nextId += n;
+    const results = Array.from(
+      { length: n },
+      (_, i) =>
+        new Promise<R>((resolve, reject) => {
+          slot.pending.set(id + i, { resolve, reject });
+        }),
+    );
+    return { id, results };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled(this.slots.map((s) => s.worker.terminate()));
+  }
+}
