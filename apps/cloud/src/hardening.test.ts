@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@rgbx/service-kit';
-import { cutSummary, parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
+import { cutSummary, parseResponse, rawExchange, slowBodies, timedOut } from '@rgbx/service-kit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToken } from './auth/tokens.ts';
 import { buildCloud, type Cloud } from './cloud.ts';
@@ -63,15 +63,11 @@ describe('slow bodies', () => {
     expect(normal.status).toBe(200);
     expect(normal.body).toEqual({ data: [] });
     expect((await attack).map((r) => cutSummary(r, REQUEST_TIMEOUT_MS))).toEqual(
-      Array(10).fill({
-        closed: true,
-        atTimeout: true,
-        status: 408,
-        connection: 'close',
-        body: {
+      Array(10).fill(
+        timedOut({
           error: { code: 'REQUEST_TIMEOUT', message: 'Request not received in time' },
-        },
-      }),
+        }),
+      ),
     );
     expect(await nodeCount()).toBe(0);
   });

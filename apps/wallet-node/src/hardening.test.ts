@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ServiceProcess } from '@rgbx/devnet';
-import { cutSummary, parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
+import { cutSummary, parseResponse, rawExchange, slowBodies, timedOut } from '@rgbx/service-kit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWalletNode, syntheticIdentity } from './test-support.ts';
 
@@ -62,20 +62,16 @@ describe('wallet node: slow bodies', () => {
     expect(normal.status).toBe(200);
     expect(await normal.json()).toMatchObject({ app: 'rgbx-wallet-node', version: '0.1.0' });
     expect((await attack).map((r) => cutSummary(r, REQUEST_TIMEOUT_MS))).toEqual(
-      Array(10).fill({
-        closed: true,
-        atTimeout: true,
-        status: 408,
-        connection: 'close',
-        body: {
+      Array(10).fill(
+        timedOut({
           error: {
             code: 1010,
             status: 'invalid_request',
             message: 'Request not received in time',
             details: {},
           },
-        },
-      }),
+        }),
+      ),
     );
   });
 });

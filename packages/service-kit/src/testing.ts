@@ -183,7 +183,7 @@ export interface CutSummary {
  *
  * @example
  * expect((await slowBodies(port, 10, o)).map((r) => cutSummary(r, 1000))).toEqual(
- *   Array(10).fill({ closed: true, atTimeout: true, status: 408, connection: 'close', body: envelope }),
+ *   Array(10).fill(timedOut(envelope)),
  * );
  */
 export function cutSummary(r: RawExchange, timeoutMs: number): CutSummary {
@@ -195,4 +195,9 @@ export function cutSummary(r: RawExchange, timeoutMs: number): CutSummary {
     connection: res.headers.connection,
     body: JSON.parse(res.body),
   };
+}
+
+/** What a slow request must see: closed at the request timeout with 408, `Connection: close` and `envelope`. */
+export function timedOut(envelope: unknown): CutSummary {
+  return { closed: true, atTimeout: true, status: 408, connection: 'close', body: envelope };
 }

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_HTTP_TIMEOUTS, setHttpTimeouts } from '@rgbx/service-kit';
-import { cutSummary, parseResponse, rawExchange, slowBodies } from '@rgbx/service-kit/testing';
+import { cutSummary, parseResponse, rawExchange, slowBodies, timedOut } from '@rgbx/service-kit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../test-support.ts';
 
@@ -44,17 +44,13 @@ describe('swap: slow bodies', () => {
     expect(normal.status).toBe(200);
     expect(((await normal.json()) as { networks: unknown[] }).networks.length).toBeGreaterThan(0);
     expect((await attack).map((r) => cutSummary(r, REQUEST_TIMEOUT_MS))).toEqual(
-      Array(10).fill({
-        closed: true,
-        atTimeout: true,
-        status: 408,
-        connection: 'close',
-        body: {
+      Array(10).fill(
+        timedOut({
           code: 38,
           type: 'REQUEST_TIMEOUT',
           message: 'Request not received in time',
-        },
-      }),
+        }),
+      ),
     );
   });
 });

@@ -10,13 +10,13 @@ import {
   evmReceipt,
   evmTransaction,
   PERMIT2_ADDRESS,
-  RpcReadError,
   readErc20Allowance,
   verifyPermit2Signature,
 } from '@rgbx/chains/evm';
 import { createPublicClient, encodeFunctionData, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectReadError } from '../test-reads.ts';
 import {
   approveErc20,
   deployPermit2DigestProbe,
@@ -44,16 +44,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await node?.stop();
 });
-
-async function expectRpcError(p: Promise<unknown>, code: RpcReadError['code']): Promise<RpcReadError> {
-  const e = await p.then(
-    () => undefined,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(RpcReadError);
-  expect((e as RpcReadError).code).toBe(code);
-  return e as RpcReadError;
-}
 
 describe('readErc20Allowance against a local EVM node with a real ERC-20', () => {
   it('is 0n before any approval', async () => {
@@ -118,18 +108,18 @@ describe('readErc20Allowance against a local EVM node with a real ERC-20', () =>
   });
 
   it('typed errors: no code at the address, a reverting contract, unreachable node, timeout, bad input', async () => {
-    const noCode = await expectRpcError(
+    const noCode = await expectReadError(
       readErc20Allowance(node.rpcUrl, other, owner, PERMIT2_ADDRESS),
       'bad_response',
     );
     expect(noCode.message).toMatch(/expected one 32-byte word, received "0x" \(no contract code/);
     const probe = await deployPermit2DigestProbe(node.rpcUrl, node.chainId, ownerKey); // has no allowance(): reverts
-    const reverted = await expectRpcError(
+    const reverted = await expectReadError(
       readErc20Allowance(node.rpcUrl, probe, owner, PERMIT2_ADDRESS),
       'rpc',
     );
     expect(reverted.rpcCode).toBe(3);
-    await expectRpcError(
+    await expectReadError(
       readErc20Allowance('http://127.0.0.1:9', token, owner, PERMIT2_ADDRESS),
       'unreachable',
     );
@@ -139,7 +129,7 @@ describe('readErc20Allowance against a local EVM node with a real ERC-20', () =>
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
     const t0 = Date.now();
-    const e = await expectRpcError(
+    const e = await expectReadError(
       readErc20Allowance(url, token, owner, PERMIT2_ADDRESS, { timeoutMs: 200 }),
       'timeout',
     );
@@ -152,7 +142,7 @@ describe('readErc20Allowance against a local EVM node with a real ERC-20', () =>
       res.end('boom');
     });
     await new Promise<void>((r) => http500.listen(0, '127.0.0.1', r));
-    await expectRpcError(
+    await expectReadError(
       readErc20Allowance(
         `http://127.0.0.1:${(http500.address() as AddressInfo).port}`,
         token,
@@ -208,7 +198,7 @@ describe('settlement reads through viem: receipts, transactions, blocks', () => 
       res.end('<html>');
     });
     await new Promise<void>((r) => junk.listen(0, '127.0.0.1', r));
-    await expectRpcError(
+    await expectReadError(
       evmBlockNumber(`http://127.0.0.1:${(junk.address() as AddressInfo).port}`),
       'bad_response',
     );

@@ -6,7 +6,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   decodeSolanaTransaction,
-  RpcReadError,
   solanaLatestBlockhash,
   solanaSlot,
   solanaTransaction,
@@ -14,6 +13,7 @@ import {
 } from '@rgbx/chains/sol';
 import { generateKeyPairSigner, getBase58Decoder, type KeyPairSigner } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectReadError } from '../test-reads.ts';
 import { type SolanaDevnode, startSolanaDevnode } from './index.ts';
 import { signedTransfer } from './test-transfer.ts';
 
@@ -58,16 +58,6 @@ async function stub(handler: Parameters<typeof createServer>[1]): Promise<string
   return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
 }
 
-async function readFailure(p: Promise<unknown>, code: RpcReadError['code']): Promise<RpcReadError> {
-  const e = await p.then(
-    () => undefined,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(RpcReadError);
-  expect((e as RpcReadError).code).toBe(code);
-  return e as RpcReadError;
-}
-
 describe('Solana reads through @solana/kit against the devnode', () => {
   it('slot and latest blockhash are the node’s, as bigint', async () => {
     const slot = await solanaSlot(node.rpcUrl);
@@ -109,11 +99,11 @@ describe('Solana reads through @solana/kit against the devnode', () => {
   });
 
   it('failures are typed: node error, unreachable, HTTP status, timeout, not JSON', async () => {
-    const bad = await readFailure(solanaTransaction(node.rpcUrl, 'xyz'), 'rpc');
+    const bad = await expectReadError(solanaTransaction(node.rpcUrl, 'xyz'), 'rpc');
     expect(bad.rpcCode).toBe(-32602);
     expect(bad.method).toBe('getTransaction');
-    await readFailure(solanaSlot('http://127.0.0.1:9'), 'unreachable');
-    const http = await readFailure(
+    await expectReadError(solanaSlot('http://127.0.0.1:9'), 'unreachable');
+    const http = await expectReadError(
       solanaSlot(
         await stub((_q, res) => {
           res.writeHead(502);
@@ -127,10 +117,10 @@ describe('Solana reads through @solana/kit against the devnode', () => {
       // never answers
     });
     const t0 = Date.now();
-    const slow = await readFailure(solanaSlot(silent, { timeoutMs: 200 }), 'timeout');
+    const slow = await expectReadError(solanaSlot(silent, { timeoutMs: 200 }), 'timeout');
     expect(Date.now() - t0).toBeLessThan(2_000);
     expect(slow.message).toMatch(/within 200 ms/);
-    await readFailure(
+    await expectReadError(
       solanaSlot(
         await stub((_q, res) => {
           res.writeHead(200, { 'content-type': 'application/json' });
