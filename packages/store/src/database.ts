@@ -45,8 +45,40 @@ export function openDatabase<DB>(url: string, opts: { poolSize?: number } = {}):
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/** How many prepared statements one SQLite handle keeps (least recently used dropped first). */
+export const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * The handle Kysely's SQLite driver gets: `prepare` answers from a cache keyed by the SQL text.
+ * Kysely prepares every query it runs, and a better-sqlite3 `prepare` compiles the SQL each time
+ * (5.8 % of the swap's event loop per Permit2 approval in a profile). Reusing a statement is safe
+ * here: the driver runs one query at a time on its single connection (a stream holds it until the
+ * end), and SQLite re-prepares a statement itself after a schema change.
+ */
+function withStatementCache(sqlite: Database.Database): {
+  close(): void;
+  prepare(sql: string): Database.Statement;
+} {
+  const cache = new Map<string, Database.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql) {
+      let stmt = cache.get(sql);
+      if (stmt) {
+        // Map order is insertion order: re-inserting marks it most recently used.
+        cache.delete(sql);
+      } else {
+        stmt = sqlite.prepare(sql);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+      }
+      cache.set(sql, stmt);
+      return stmt;
+    },
+  };
 }
 
 /** Hides the password of a database URL for messages and logs. */

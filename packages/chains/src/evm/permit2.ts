@@ -1,6 +1,7 @@
-import { hashStruct, hashTypedData, keccak256, toBytes as viemToBytes } from 'viem';
+import { keccak256, toBytes as viemToBytes } from 'viem';
 import { type BytesLike, type Hex, hex0x, preview, toBytes } from '../bytes.ts';
 import { ChainInputError } from '../errors.ts';
+import { eip712Hasher } from './eip712.ts';
 
 /** A 20-byte EVM address as `0x` hex. */
 export type EvmAddress = `0x${string}`;
@@ -239,11 +240,7 @@ export function buildSwapIntentWitness(input: SwapIntentInput): SwapIntentWitnes
  * const witnessHash = swapIntentWitnessHash(buildSwapIntentWitness(input));
  */
 export function swapIntentWitnessHash(witness: SwapIntentWitness): Hex {
-  return hashStruct({
-    data: { ...witness },
-    primaryType: SWAP_INTENT_TYPE_NAME,
-    types: { SwapIntent: SWAP_INTENT_FIELDS },
-  });
+  return permit2Hasher().hashStruct(SWAP_INTENT_TYPE_NAME, { ...witness });
 }
 
 /** Inputs of {@link buildPermit2TypedData}. */
@@ -324,13 +321,24 @@ export function buildPermit2TypedData(p: Permit2Params): Permit2TypedData {
   };
 }
 
-/** The EIP-712 digest of a Permit2 swap message (viem `hashTypedData`). */
+let hasher: ReturnType<typeof eip712Hasher> | undefined;
+/** The Permit2 swap type set's prepared hasher (type hashes computed once, on first use). */
+function permit2Hasher() {
+  hasher ??= eip712Hasher(PERMIT2_SWAP_TYPES);
+  return hasher;
+}
+
+/**
+ * The EIP-712 digest of a Permit2 swap message: what the owner signs and Permit2 recomputes on chain
+ * (equal to viem's `hashTypedData` over {@link PERMIT2_SWAP_TYPES}; tested).
+ *
+ * @throws ChainInputError when a field does not fit its EIP-712 type
+ */
 export function permit2Digest(domain: Permit2Domain, message: Permit2Message): Hex {
-  return hashTypedData({
-    domain,
-    types: PERMIT2_SWAP_TYPES,
+  return permit2Hasher().hashTypedData({
+    domain: { ...domain },
     primaryType: 'PermitWitnessTransferFrom',
-    message,
+    message: { ...message },
   });
 }
 

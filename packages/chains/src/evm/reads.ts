@@ -1,5 +1,6 @@
 /**
- * The EVM reads the swap needs, through viem's public client: the ERC-20 allowance a Permit2 approval
+ * The EVM reads the swap needs, through viem's public client over a kept-alive `node:http` JSON-RPC
+ * transport (`transport.ts`, for its CPU per call): the ERC-20 allowance a Permit2 approval
  * depends on, and what settlement checks (receipts with their logs, transactions, the block number,
  * block times). Tron is read through its full node's Ethereum-compatible `/jsonrpc` endpoint with the
  * same calls (20-byte hex addresses). Every failure is an {@link RpcReadError}; "not found" is `null`.
@@ -10,19 +11,17 @@ import {
   ContractFunctionRevertedError,
   ContractFunctionZeroDataError,
   createPublicClient,
+  custom,
   erc20Abi,
   type Hash,
-  HttpRequestError,
-  http,
   type PublicClient,
-  RpcRequestError,
-  TimeoutError,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
 } from 'viem';
 import { preview } from '../bytes.ts';
 import { RpcReadError } from '../errors.ts';
 import { type EvmAddress, requireEvmAddress } from './permit2.ts';
+import { JsonRpcAnswerError, jsonRpcTransport } from './transport.ts';
 
 export interface EvmReadOptions {
   /** Per request; default 10 s. */
@@ -63,32 +62,31 @@ function clientFor(url: string, timeoutMs: number): PublicClient {
   let c = clients.get(key);
   if (!c) {
     // No retries here: callers decide (settlement re-checks later; an approval answers 503 at once).
-    c = createPublicClient({ transport: http(url, { timeout: timeoutMs, retryCount: 0 }) });
+    c = createPublicClient({ transport: custom(jsonRpcTransport(url, timeoutMs), { retryCount: 0 }) });
     clients.set(key, c);
   }
   return c;
 }
 
 /** viem's error chain → one {@link RpcReadError} naming the method, the node and what went wrong. */
-function readError(err: unknown, method: string, url: string, timeoutMs: number): RpcReadError {
+function readError(err: unknown, method: string, url: string): RpcReadError {
+  if (err instanceof RpcReadError) return err;
   if (!(err instanceof BaseError))
     return new RpcReadError('unreachable', method, `cannot reach ${url}: ${String(err)}`, { cause: err });
+  // The transport's own failure (timeout, unreachable, http, bad_response), wrapped by viem.
+  const own = err.walk((e) => e instanceof RpcReadError);
+  if (own instanceof RpcReadError) return own;
   const found = (cls: abstract new (...a: never[]) => Error) => err.walk((e) => e instanceof cls);
-  if (found(TimeoutError))
-    return new RpcReadError('timeout', method, `no answer from ${url} within ${timeoutMs} ms`, {
-      cause: err,
-    });
-  const zero = found(ContractFunctionZeroDataError);
-  if (zero)
+  if (found(ContractFunctionZeroDataError))
     return new RpcReadError(
       'bad_response',
       method,
       `expected one 32-byte word, received "0x" (no contract code at the address?)`,
       { cause: err },
     );
-  const rpc = found(RpcRequestError) as RpcRequestError | null;
+  const rpc = found(JsonRpcAnswerError) as JsonRpcAnswerError | null;
   if (rpc)
-    return new RpcReadError('rpc', method, `node answered error ${rpc.code}: ${preview(rpc.details)}`, {
+    return new RpcReadError('rpc', method, `node answered error ${rpc.code}: ${preview(rpc.message)}`, {
       rpcCode: rpc.code,
       cause: err,
     });
@@ -98,25 +96,6 @@ function readError(err: unknown, method: string, url: string, timeoutMs: number)
       rpcCode: 3,
       cause: err,
     });
-  const httpErr = found(HttpRequestError) as HttpRequestError | null;
-  if (httpErr?.status !== undefined)
-    return new RpcReadError(
-      'http',
-      method,
-      `HTTP ${httpErr.status} from ${url}: ${preview(httpErr.details)}`,
-      {
-        cause: err,
-      },
-    );
-  if (httpErr) {
-    const cause = httpErr.cause as { name?: string; cause?: { code?: string } } | undefined;
-    if (cause?.name === 'SyntaxError')
-      return new RpcReadError('bad_response', method, `expected a JSON-RPC response from ${url}`, {
-        cause: err,
-      });
-    const reason = cause?.cause?.code ?? httpErr.details;
-    return new RpcReadError('unreachable', method, `cannot reach ${url}: ${reason}`, { cause: err });
-  }
   return new RpcReadError('bad_response', method, err.shortMessage, { cause: err });
 }
 
@@ -130,7 +109,7 @@ async function read<T>(
   try {
     return await fn(clientFor(url, timeoutMs));
   } catch (err) {
-    throw readError(err, method, url, timeoutMs);
+    throw readError(err, method, url);
   }
 }
 

@@ -1,7 +1,7 @@
-import { type Hex, recoverTypedDataAddress } from 'viem';
+import { type Hex, recoverAddress } from 'viem';
 import { preview } from '../bytes.ts';
 import { VerificationError } from '../errors.ts';
-import { type EvmAddress, PERMIT2_SWAP_TYPES, type Permit2TypedData, requireEvmAddress } from './permit2.ts';
+import { type EvmAddress, type Permit2TypedData, permit2Digest, requireEvmAddress } from './permit2.ts';
 
 /** secp256k1 group order. */
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -85,7 +85,8 @@ export interface VerifiedPermit2 {
 }
 
 /**
- * Recovers the signer of the Permit2 typed data (viem `recoverTypedDataAddress`) and checks it equals
+ * Recovers the signer of the Permit2 typed data's digest (recomputed from its domain and message, not
+ * read from `td.digest`) and checks it equals
  * `expectedOwner`, case-insensitively. Accepts v ∈ {0, 1, 27, 28} and EIP-2098 compact signatures;
  * high-s is normalized.
  *
@@ -101,15 +102,10 @@ export async function verifyPermit2Signature(
 ): Promise<VerifiedPermit2> {
   const owner = requireEvmAddress(expectedOwner, 'expectedOwner');
   const canonicalSignature = normalizeEvmSignature(signature);
+  const digest = permit2Digest(td.domain, td.message);
   let signer: EvmAddress;
   try {
-    signer = await recoverTypedDataAddress({
-      domain: td.domain,
-      types: PERMIT2_SWAP_TYPES,
-      primaryType: 'PermitWitnessTransferFrom',
-      message: td.message,
-      signature: canonicalSignature,
-    });
+    signer = await recoverAddress({ hash: digest, signature: canonicalSignature });
   } catch (e) {
     // r is not the x coordinate of a curve point: no key produced this signature.
     throw new VerificationError(

@@ -1,10 +1,10 @@
-import { type Hex, hashTypedData, recoverPublicKey } from 'viem';
+import { type Hex, recoverPublicKey } from 'viem';
 import { VerificationError } from '../errors.ts';
 import {
   buildPermit2TypedData,
   buildSwapIntentWitness,
-  PERMIT2_SWAP_TYPES,
   type Permit2TypedData,
+  permit2Digest,
   type SwapIntentInput,
 } from '../evm/permit2.ts';
 import { parseRecoverableSignature, serializeRecoverableSignature } from '../evm/signature.ts';
@@ -91,12 +91,7 @@ export async function verifyTronPermit2Signature(
   const canonicalSignature = serializeRecoverableSignature(
     parseRecoverableSignature(signature, TRON_ACCEPTED_V),
   );
-  const digest = hashTypedData({
-    domain: td.domain,
-    types: PERMIT2_SWAP_TYPES,
-    primaryType: 'PermitWitnessTransferFrom',
-    message: td.message,
-  });
+  const digest = permit2Digest(td.domain, td.message);
   let signer: string;
   try {
     signer = tronAddressFromPublicKey(
