@@ -12,8 +12,12 @@ import { join } from 'node:path';
  *   allowance read by `eth_call` from the EVM devnode + the guarded transition), next to its two
  *   unavoidable steps measured alone in the same round: `verifyPermit2Signature` on the same signatures
  *   and the allowance `eth_call` (`readErc20Allowance`, the same client the service uses); the floor is
- *   the slower of the two;
+ *   the slowest of the two and the durable commit below;
  * - Solana co-sign approvals verified per second, next to raw `verifyCosignTransaction`;
+ * - the durable commit of an approval alone (a transaction rewriting a row with the approval's
+ *   `approval` and `execution` texts and inserting an event row, in the service's own database and
+ *   settings, `synchronous = FULL` on SQLite): an approval cannot answer before its state is durable,
+ *   so each approval's floor is the slowest of its verification steps and this commit;
  * - status reads per second (`GET /intents/{id}/status`).
  * Requests go through `app.inject` (in process, no sockets) with 8 in flight; the raw side is driven
  * the same way (the same worker pool, 8 calls in flight, same item count). Each figure is the median
@@ -51,6 +55,7 @@ const { readErc20Allowance, verifyPermit2Signature } = await import('../packages
 const { verifyCosignTransaction } = await import('../packages/chains/dist/sol/index.js');
 const { deployTestToken, approveErc20 } = await import('../packages/devnet/dist/evm-devnode/index.js');
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
+const { sql } = await import('kysely');
 const { signCosignApproval, signPermit2Approval } = await import('../packages/sdk/dist/index.js');
 
 const median = (xs) => {
@@ -182,6 +187,7 @@ const METRICS = [
   'permit2_cpu_ms_devnode',
   'cosign_approvals_per_s',
   'cosign_verify_raw_per_s',
+  'commit_raw_per_s',
   'status_reads_per_s',
 ];
 
@@ -191,6 +197,14 @@ async function openService(dialect, url, node, token, solRpcUrl) {
   const { app } = swap.buildSwapApp({ config: cfg, db, dialect });
   await app.ready();
   const key = (await swap.createApiKey(db, 'bench')).key;
+  // Scratch tables for the durable-commit floor, shaped like an approval's writes.
+  const serial = dialect === 'sqlite' ? 'integer primary key autoincrement' : 'bigserial primary key';
+  await sql`create table bench_rows (id text primary key, approval text, execution text, updated_at bigint)`.execute(
+    db,
+  );
+  await sql
+    .raw(`create table bench_events (id ${serial}, row_id text not null, at bigint not null)`)
+    .execute(db);
   const inject = (method, path, payload) =>
     app.inject({
       method,
@@ -288,6 +302,37 @@ async function round(svc, r, token, owner, solUsers, rpcUrl, devnodePid) {
     ),
   );
   const tds = contexts.map((c) => typedDataOf(c));
+  // What an approval writes (taken from the stored approvals after round 1's service phase; an
+  // equal-sized stand-in before it), for the durable-commit floor.
+  const approved = await db
+    .selectFrom('intents')
+    .select(['approval', 'execution'])
+    .where('approval', 'is not', null)
+    .limit(1)
+    .executeTakeFirst();
+  const writes = intents.map((i) => ({
+    id: `${r}:${i.intentId}`,
+    approval: approved?.approval ?? JSON.stringify({ type: 'permit2', signature: sigs[0].permit2 }),
+    execution:
+      approved?.execution ??
+      JSON.stringify({ typedData: tds[0], owner: owner.address }, (_k, v) =>
+        typeof v === 'bigint' ? v.toString() : v,
+      ),
+  }));
+  await db
+    .insertInto('bench_rows')
+    .values(writes.map((w) => ({ id: w.id, updated_at: 0 })))
+    .execute();
+  const commitAlone = (w) =>
+    db.transaction().execute(async (tx) => {
+      const now = Date.now();
+      await tx
+        .updateTable('bench_rows')
+        .set({ approval: w.approval, execution: w.execution, updated_at: now })
+        .where('id', '=', w.id)
+        .execute();
+      await tx.insertInto('bench_events').values({ row_id: w.id, at: now }).execute();
+    });
   await pair(
     r,
     async () => {
@@ -317,6 +362,7 @@ async function round(svc, r, token, owner, solUsers, rpcUrl, devnodePid) {
             throw new Error('allowance read: below the approved amount');
         }),
       );
+      out.commit_raw_per_s.push(await rawRate(writes, commitAlone));
     },
   );
 
@@ -389,13 +435,17 @@ const RATIOS = {
   permit2_approvals_vs_floor: ['permit2_approvals_per_s', 'permit2_floor_per_s'],
   permit2_approvals_vs_cpu_ceiling: ['permit2_approvals_per_s', 'permit2_cpu_ceiling_per_s'],
   cosign_approvals_vs_verify_raw: ['cosign_approvals_per_s', 'cosign_verify_raw_per_s'],
+  cosign_approvals_vs_floor: ['cosign_approvals_per_s', 'cosign_floor_per_s'],
 };
 /** Medians of the rates, and of the per-round ratios service ÷ raw (round 1 = service first). */
 const summary = (o) => summaryOf(withFloor(o));
-/** The Permit2 floor of each round: the slower of its two unavoidable steps measured alone. */
+/** Each round's floors: the slowest of an approval's unavoidable steps measured alone, the commit included. */
 const withFloor = (o) => ({
   ...o,
-  permit2_floor_per_s: o.permit2_verify_raw_per_s.map((v, i) => Math.min(v, o.allowance_call_raw_per_s[i])),
+  permit2_floor_per_s: o.permit2_verify_raw_per_s.map((v, i) =>
+    Math.min(v, o.allowance_call_raw_per_s[i], o.commit_raw_per_s[i]),
+  ),
+  cosign_floor_per_s: o.cosign_verify_raw_per_s.map((v, i) => Math.min(v, o.commit_raw_per_s[i])),
   // What the cores allow: cores × 1000 ms ÷ the CPU ms one approval takes in every process involved.
   permit2_cpu_ceiling_per_s: o.permit2_cpu_ms_service.map(
     (c, i) => (cpus().length * 1000) / (c + o.permit2_cpu_ms_devnode[i]),
@@ -496,12 +546,16 @@ try {
     sqlite: summary(services[0].out),
     postgres: summary(services[1].out),
   };
-  const rows = [...METRICS, 'permit2_floor_per_s', 'permit2_cpu_ceiling_per_s', ...Object.keys(RATIOS)].map(
-    (k) => {
-      const get = (d) => (d[k] ?? d.ratios[k]).median;
-      return `${k.padEnd(32)} ${String(get(result.sqlite)).padStart(8)} ${String(get(result.postgres)).padStart(10)}`;
-    },
-  );
+  const rows = [
+    ...METRICS,
+    'permit2_floor_per_s',
+    'cosign_floor_per_s',
+    'permit2_cpu_ceiling_per_s',
+    ...Object.keys(RATIOS),
+  ].map((k) => {
+    const get = (d) => (d[k] ?? d.ratios[k]).median;
+    return `${k.padEnd(32)} ${String(get(result.sqlite)).padStart(8)} ${String(get(result.postgres)).padStart(10)}`;
+  });
   process.stderr.write(
     `\n${'median (per second; ratios)'.padEnd(32)} ${'sqlite'.padStart(8)} ${'postgres'.padStart(10)}\n${rows.join('\n')}\n`,
   );

@@ -10,12 +10,14 @@
  */
 import { randomInt } from 'node:crypto';
 import {
+  buildPermit2Message,
   buildPermit2TypedData,
   buildSwapIntentWitness,
+  type Permit2Signable,
   type Permit2TypedData,
   permit2TypedDataToJson,
 } from '@rgbx/chains/evm';
-import { buildTronPermit2TypedData } from '@rgbx/chains/tron';
+import { buildTronPermit2Message, buildTronPermit2TypedData } from '@rgbx/chains/tron';
 import type { NetworkConfig } from '../config.ts';
 import { E, verificationFailure } from '../errors.ts';
 import type { ChainGateway } from './chain-gateway.ts';
@@ -130,6 +132,23 @@ function hasCurrentWitness(ctx: Permit2Context): boolean {
  * @throws Error when the stored witness lacks `minAmountOut` / `maxAmountOut`
  */
 export function typedDataOf(ctx: Permit2Context): Permit2TypedData {
+  return built(ctx, buildTronPermit2TypedData, buildPermit2TypedData);
+}
+
+/**
+ * The domain and message of {@link typedDataOf}, without its hashes: what the signature check needs
+ * (it computes the digest itself, on its thread).
+ */
+export function signableOf(ctx: Permit2Context): Permit2Signable {
+  return built(ctx, buildTronPermit2Message, buildPermit2Message);
+}
+
+/** The stored context through the Tron or the EVM builder. */
+function built<T>(
+  ctx: Permit2Context,
+  tron: (p: Parameters<typeof buildTronPermit2TypedData>[0]) => T,
+  evm: (p: Parameters<typeof buildPermit2TypedData>[0]) => T,
+): T {
   if (!hasCurrentWitness(ctx))
     throw new Error(
       'permit2 context: the stored witness has no minAmountOut/maxAmountOut (stored before the SwapIntent witness v3)',
@@ -151,7 +170,7 @@ export function typedDataOf(ctx: Permit2Context): Permit2TypedData {
     deadline: BigInt(ctx.deadline),
   };
   if (ctx.kind === 'tron') {
-    return buildTronPermit2TypedData({
+    return tron({
       ...common,
       token: ctx.token,
       spender: ctx.spender,
@@ -159,7 +178,7 @@ export function typedDataOf(ctx: Permit2Context): Permit2TypedData {
       witness: { ...witnessInput, resolver: ctx.witness.resolver },
     });
   }
-  return buildPermit2TypedData({
+  return evm({
     ...common,
     token: ctx.token as `0x${string}`,
     spender: ctx.spender as `0x${string}`,
@@ -169,13 +188,8 @@ export function typedDataOf(ctx: Permit2Context): Permit2TypedData {
 }
 
 /** The approval data handed to the user (Surface A `permit2`, Surface B `params_to_sign`). */
-export function permit2Params(
-  ctx: Permit2Context,
-  resolverDepositAddress: string,
-  /** The context's typed data when the caller already built it (`verifyPermit2Approval` returns it). */
-  td: Permit2TypedData = typedDataOf(ctx),
-): Permit2Params {
-  const json = permit2TypedDataToJson(td) as unknown as {
+export function permit2Params(ctx: Permit2Context, resolverDepositAddress: string): Permit2Params {
+  const json = permit2TypedDataToJson(typedDataOf(ctx)) as unknown as {
     domain: Record<string, unknown>;
     types: Record<string, unknown>;
     primaryType: string;
@@ -208,7 +222,8 @@ function signatureError(err: unknown): never {
 
 /**
  * Verifies a Permit2 signature for the stored context; returns the canonical signature (65 bytes,
- * low-s, v 27/28), which is what idempotent re-posts are compared by.
+ * low-s, v 27/28), which is what idempotent re-posts are compared by. The event loop builds only the
+ * domain and message; the digest and the key recovery run on the verifier's thread.
  */
 export async function verifyPermit2Approval(
   ctx: Permit2Context,
@@ -217,7 +232,7 @@ export async function verifyPermit2Approval(
   gateway: ChainGateway,
   checkAllowance: boolean,
   verifier: SignatureVerifier = inlineVerifier,
-): Promise<{ canonical: string; typedData: Permit2TypedData }> {
+): Promise<{ canonical: string }> {
   if (typeof signature !== 'string' || !/^(0x)?[0-9a-fA-F]{128,130}$/.test(signature)) {
     throw E.INVALID_SIGNATURE.createWith(
       { details: { reason: 'malformed_signature', expected: '0x-prefixed 64- or 65-byte hex signature' } },
@@ -237,10 +252,9 @@ export async function verifyPermit2Approval(
       'the intent was created with an outdated Permit2 witness; create a new intent',
     );
   }
-  const td = typedDataOf(ctx);
   let canonical: string;
   try {
-    canonical = await verifier.permit2(ctx.kind, td, signature, ctx.owner);
+    canonical = await verifier.permit2(ctx.kind, signableOf(ctx), signature, ctx.owner);
   } catch (err) {
     signatureError(err);
   }
@@ -258,5 +272,5 @@ export async function verifyPermit2Approval(
       });
     }
   }
-  return { canonical: canonical.toLowerCase(), typedData: td };
+  return { canonical: canonical.toLowerCase() };
 }

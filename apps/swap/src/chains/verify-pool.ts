@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import {
   ChainInputError,
-  type Permit2TypedData,
+  type Permit2Signable,
   VerificationError,
   verifyPermit2Signature,
 } from '@rgbx/chains/evm';
@@ -22,11 +22,11 @@ export type Permit2Kind = 'evm' | 'tron';
 
 export interface SignatureVerifier {
   /** The canonical signature (65 bytes, low-s, v 27/28) when `signature` is `owner`'s over `td`. */
-  permit2(kind: Permit2Kind, td: Permit2TypedData, signature: string, owner: string): Promise<string>;
+  permit2(kind: Permit2Kind, td: Permit2Signable, signature: string, owner: string): Promise<string>;
   close(): Promise<void>;
 }
 
-async function verifyInline(kind: Permit2Kind, td: Permit2TypedData, signature: string, owner: string) {
+async function verifyInline(kind: Permit2Kind, td: Permit2Signable, signature: string, owner: string) {
   const r =
     kind === 'tron'
       ? await verifyTronPermit2Signature(td, signature, owner)
@@ -116,7 +116,7 @@ export class VerifyPool implements SignatureVerifier {
     });
   }
 
-  permit2(kind: Permit2Kind, td: Permit2TypedData, signature: string, owner: string): Promise<string> {
+  permit2(kind: Permit2Kind, td: Permit2Signable, signature: string, owner: string): Promise<string> {
     const thread = this.pool.pick();
     if (!thread) return verifyInline(kind, td, signature, owner);
     const { id, results } = this.pool.expect(thread, 1);

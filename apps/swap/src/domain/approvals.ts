@@ -10,7 +10,12 @@
 import { sha256 } from '@rgbx/service-kit';
 import { type CosignContext, verifyCosignApproval } from '../chains/cosign-approval.ts';
 import { type HtlcContext, verifyHtlcApproval } from '../chains/htlc-approval.ts';
-import { type Permit2Context, permit2Params, verifyPermit2Approval } from '../chains/permit2-approval.ts';
+import {
+  type Permit2Context,
+  type Permit2Params,
+  permit2Params,
+  verifyPermit2Approval,
+} from '../chains/permit2-approval.ts';
 import type { SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
 import { applyTransition, expireIfDue, type Intent, loadIntent } from '../store/intent-store.ts';
@@ -40,7 +45,7 @@ async function verify(
     case 'permit2': {
       const pc = stored as Permit2Context;
       const network = ctx.catalog.network(intent.sourceChain);
-      const { canonical, typedData } = await verifyPermit2Approval(
+      const { canonical } = await verifyPermit2Approval(
         pc,
         s.signature,
         network,
@@ -48,12 +53,15 @@ async function verify(
         checkAllowance,
         ctx.verifier,
       );
-      // The typed data the signature was checked against, not built a second time.
-      const params = permit2Params(pc, pc.witness.resolver, typedData);
+      // The typed data handed out at creation, built from this same stored context (the signature was
+      // checked against it), is what the resolver submits: not rebuilt and hashed again here.
+      const typedData =
+        (intent.paramsToSign as Partial<Permit2Params> | null)?.typedData ??
+        permit2Params(pc, pc.witness.resolver).typedData;
       return {
         canonical,
         approval: { type: 'permit2', signature: canonical },
-        execution: { signature: canonical, owner: pc.owner, nonce: pc.nonce, typedData: params.typedData },
+        execution: { signature: canonical, owner: pc.owner, nonce: pc.nonce, typedData },
       };
     }
     case 'psbt': {

@@ -698,6 +698,8 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
       );
       const view = (await resolver('GET', `/resolver/v1/intents/${id}`)).body;
       expect(view.execution.permit2_signature).toMatch(/^0x[0-9a-f]{130}$/);
+      // The resolver submits exactly the typed data the user was handed and signed.
+      expect(view.execution.typed_data).toEqual(intent.permit2!.typedData);
       expect((await resolver('GET', `/resolver/v1/intents/${id}/secret`)).body.type).toBe(
         'SECRET_NOT_RELEASED',
       );

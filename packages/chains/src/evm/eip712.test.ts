@@ -106,6 +106,49 @@ describe('eip712Hasher: equal to viem', () => {
     );
   });
 
+  it('one hasher over changing domains: every digest is for its own domain, separators being cached by value', () => {
+    fc.assert(
+      fc.property(
+        fc.array(permitDomain, { minLength: 2, maxLength: 6 }),
+        permitMessage,
+        (domains, message) => {
+          for (const domain of [...domains, ...domains.reverse()])
+            expect(permit2Digest(domain, message)).toBe(
+              hashTypedData({
+                domain,
+                types: PERMIT2_SWAP_TYPES,
+                primaryType: 'PermitWitnessTransferFrom',
+                message,
+              }),
+            );
+        },
+      ),
+      { numRuns: 50 },
+    );
+  });
+
+  it('a prehashed witness gives the same digest as hashing it', () => {
+    const hasher = eip712Hasher(PERMIT2_SWAP_TYPES);
+    fc.assert(
+      fc.property(permitDomain, permitMessage, (domain, message) => {
+        const witnessHash = hashStruct({
+          data: message.witness,
+          primaryType: 'SwapIntent',
+          types: PERMIT2_SWAP_TYPES,
+        });
+        expect(
+          hasher.hashTypedData({
+            domain,
+            primaryType: 'PermitWitnessTransferFrom',
+            message,
+            prehashed: { witness: witnessHash },
+          }),
+        ).toBe(permit2Digest(domain, message));
+      }),
+      { numRuns: 50 },
+    );
+  });
+
   it('every supported field type, nested structs, and a domain derived from the fields present (property)', () => {
     const hasher = eip712Hasher(ALL_TYPES);
     fc.assert(

@@ -92,11 +92,16 @@ export interface Eip712Hasher {
   typeHash(name: string): Hex;
   /** `hashStruct(name, data)`: `keccak256(typeHash ‖ encodeData(data))`. */
   hashStruct(name: string, data: Record<string, unknown>): Hex;
-  /** The digest a wallet signs: `keccak256(0x1901 ‖ hashStruct(EIP712Domain, domain) ‖ hashStruct(primaryType, message))`. */
+  /**
+   * The digest a wallet signs: `keccak256(0x1901 ‖ hashStruct(EIP712Domain, domain) ‖ hashStruct(primaryType, message))`.
+   * `prehashed` gives the struct hash of some of the primary type's struct fields, when the caller has
+   * just computed it from the same value (a builder that also returns it), so it is not hashed twice.
+   */
   hashTypedData(args: {
     domain: Record<string, unknown>;
     primaryType: string;
     message: Record<string, unknown>;
+    prehashed?: Record<string, Hex>;
   }): Hex;
 }
 
@@ -179,14 +184,25 @@ export function eip712Hasher(types: TypedDataTypes): Eip712Hasher {
     return h;
   };
 
-  function structHash(name: string, data: unknown, path: string): Uint8Array {
+  function structHash(
+    name: string,
+    data: unknown,
+    path: string,
+    prehashed?: Record<string, Hex>,
+  ): Uint8Array {
     if (!data || typeof data !== 'object' || Array.isArray(data))
       throw new ChainInputError(path, `expected a ${name} object, received ${preview(data)}`);
     const p = prepare(name);
     const buf = new Uint8Array(32 * (p.fields.length + 1));
     buf.set(p.hash);
     p.fields.forEach((f, i) => {
-      buf.set(f.encode((data as Record<string, unknown>)[f.name], `${path}.${f.name}`), 32 * (i + 1));
+      const given = prehashed?.[f.name];
+      buf.set(
+        given === undefined
+          ? f.encode((data as Record<string, unknown>)[f.name], `${path}.${f.name}`)
+          : hexBytes(given, `${path}.${f.name}`, 32),
+        32 * (i + 1),
+      );
     });
     return keccak_256(buf);
   }
@@ -196,9 +212,7 @@ export function eip712Hasher(types: TypedDataTypes): Eip712Hasher {
 
   /** Derived `EIP712Domain` types by the set of fields present (at most 32 sets). */
   const derivedDomains = new Map<string, (domain: Record<string, unknown>) => Uint8Array>();
-  const domainHash = (domain: Record<string, unknown>): Uint8Array => {
-    if (!domain || typeof domain !== 'object')
-      throw new ChainInputError('domain', `expected an object, received ${preview(domain)}`);
+  const hashDomain = (domain: Record<string, unknown>): Uint8Array => {
     if (types.EIP712Domain) return structHash('EIP712Domain', domain, 'domain');
     const fields = DOMAIN_FIELDS.filter((f) => domain[f.name] != null);
     const key = fields.map((f) => f.name).join(',');
@@ -210,16 +224,37 @@ export function eip712Hasher(types: TypedDataTypes): Eip712Hasher {
     }
     return hash(domain);
   };
+  // Domain separators by their values (a service signs for a few domains; the key is the values, so a
+  // changed domain is a different key).
+  const separators = new Map<string, Uint8Array>();
+  const domainHash = (domain: Record<string, unknown>): Uint8Array => {
+    if (!domain || typeof domain !== 'object')
+      throw new ChainInputError('domain', `expected an object, received ${preview(domain)}`);
+    const parts: string[] = [];
+    for (const k of Object.keys(domain).sort()) {
+      const v = domain[k];
+      if (v !== null && typeof v === 'object') return hashDomain(domain); // not keyed by value: not cached
+      parts.push(k, typeof v, String(v));
+    }
+    const key = JSON.stringify(parts); // unambiguous, whatever the strings hold
+    let sep = separators.get(key);
+    if (!sep) {
+      sep = hashDomain(domain);
+      if (separators.size >= 64) separators.clear();
+      separators.set(key, sep);
+    }
+    return sep;
+  };
 
   return {
     typeHash: (name) => hex0x(prepare(name).hash),
     hashStruct: (name, data) => hex0x(structHash(name, data, name)),
-    hashTypedData({ domain, primaryType, message }) {
+    hashTypedData({ domain, primaryType, message, prehashed }) {
       const buf = new Uint8Array(66);
       buf[0] = 0x19;
       buf[1] = 0x01;
       buf.set(domainHash(domain), 2);
-      buf.set(structHash(primaryType, message, 'message'), 34);
+      buf.set(structHash(primaryType, message, 'message', prehashed), 34);
       return hex0x(keccak_256(buf));
     },
   };

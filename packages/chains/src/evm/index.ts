@@ -6,12 +6,14 @@ export type {
   Permit2Domain,
   Permit2Message,
   Permit2Params,
+  Permit2Signable,
   Permit2TypedData,
   Permit2TypedDataJson,
   SwapIntentInput,
   SwapIntentWitness,
 } from './permit2.ts';
 export {
+  buildPermit2Message,
   buildPermit2TypedData,
   buildSwapIntentWitness,
   destinationIdHash,

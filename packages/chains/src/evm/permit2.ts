@@ -288,15 +288,18 @@ export interface Permit2TypedData {
   digest: Hex;
 }
 
+/** The part of the typed data a signature covers, and all a verifier reads: domain and message. */
+export type Permit2Signable = Pick<Permit2TypedData, 'domain' | 'message'>;
+
 /**
- * Builds the EIP-712 `PermitWitnessTransferFrom` typed data for a swap intent.
+ * The domain and message of {@link buildPermit2TypedData}, checked, without the hashes: what a
+ * verifier needs (it computes the digest itself).
  *
+ * @throws ChainInputError on a malformed field
  * @example
- * const td = buildPermit2TypedData({ chainId: 1n, token: USDC, amount: 1_000_000n, spender: ESCROW,
- *   nonce: 7n, deadline: 1_900_000_000n, witness });
- * const signature = await account.signTypedData(td); // viem LocalAccount
+ * const { canonicalSignature } = await verifyPermit2Signature(buildPermit2Message(params), sig, owner);
  */
-export function buildPermit2TypedData(p: Permit2Params): Permit2TypedData {
+export function buildPermit2Message(p: Permit2Params): Permit2Signable {
   const domain: Permit2Domain = {
     name: 'Permit2',
     chainId: requireUint256(p.chainId, 'chainId'),
@@ -310,14 +313,29 @@ export function buildPermit2TypedData(p: Permit2Params): Permit2TypedData {
     deadline: requireUint256(p.deadline, 'deadline'),
     witness,
   };
+  return { domain, message };
+}
+
+/**
+ * Builds the EIP-712 `PermitWitnessTransferFrom` typed data for a swap intent.
+ *
+ * @example
+ * const td = buildPermit2TypedData({ chainId: 1n, token: USDC, amount: 1_000_000n, spender: ESCROW,
+ *   nonce: 7n, deadline: 1_900_000_000n, witness });
+ * const signature = await account.signTypedData(td); // viem LocalAccount
+ */
+export function buildPermit2TypedData(p: Permit2Params): Permit2TypedData {
+  const { domain, message } = buildPermit2Message(p);
+  const witnessHash = swapIntentWitnessHash(message.witness);
   return {
     domain,
     types: PERMIT2_SWAP_TYPES,
     primaryType: 'PermitWitnessTransferFrom',
     message,
     witnessTypeString: SWAP_INTENT_WITNESS_TYPE_STRING,
-    witnessHash: swapIntentWitnessHash(witness),
-    digest: permit2Digest(domain, message),
+    witnessHash,
+    // the witness hash just computed from this same message
+    digest: digestOf(domain, message, witnessHash),
   };
 }
 
@@ -335,10 +353,15 @@ function permit2Hasher() {
  * @throws ChainInputError when a field does not fit its EIP-712 type
  */
 export function permit2Digest(domain: Permit2Domain, message: Permit2Message): Hex {
+  return digestOf(domain, message);
+}
+
+function digestOf(domain: Permit2Domain, message: Permit2Message, witnessHash?: Hex): Hex {
   return permit2Hasher().hashTypedData({
     domain: { ...domain },
     primaryType: 'PermitWitnessTransferFrom',
     message: { ...message },
+    ...(witnessHash === undefined ? {} : { prehashed: { witness: witnessHash } }),
   });
 }
 

@@ -1,7 +1,7 @@
 import { type Hex, recoverAddress } from 'viem';
 import { preview } from '../bytes.ts';
 import { VerificationError } from '../errors.ts';
-import { type EvmAddress, type Permit2TypedData, permit2Digest, requireEvmAddress } from './permit2.ts';
+import { type EvmAddress, type Permit2Signable, permit2Digest, requireEvmAddress } from './permit2.ts';
 
 /** secp256k1 group order. */
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -96,7 +96,7 @@ export interface VerifiedPermit2 {
  * const { canonicalSignature } = await verifyPermit2Signature(td, body.permit2, intent.sourceAddress);
  */
 export async function verifyPermit2Signature(
-  td: Permit2TypedData,
+  td: Permit2Signable,
   signature: string,
   expectedOwner: string,
 ): Promise<VerifiedPermit2> {

@@ -1,8 +1,11 @@
 import { type Hex, recoverPublicKey } from 'viem';
 import { VerificationError } from '../errors.ts';
 import {
+  buildPermit2Message,
   buildPermit2TypedData,
   buildSwapIntentWitness,
+  type Permit2Params,
+  type Permit2Signable,
   type Permit2TypedData,
   permit2Digest,
   type SwapIntentInput,
@@ -50,7 +53,17 @@ export interface TronPermit2Params {
  *   deadline, witness: { ...intent, resolver: 'T…' } });
  */
 export function buildTronPermit2TypedData(p: TronPermit2Params): Permit2TypedData {
-  return buildPermit2TypedData({
+  return buildPermit2TypedData(evmParams(p));
+}
+
+/** {@link buildTronPermit2TypedData}'s domain and message without the hashes: what a verifier needs. */
+export function buildTronPermit2Message(p: TronPermit2Params): Permit2Signable {
+  return buildPermit2Message(evmParams(p));
+}
+
+/** Tron addresses as their 20-byte hex, the chain id masked. */
+function evmParams(p: TronPermit2Params): Permit2Params {
+  return {
     chainId: maskTronChainId(p.chainId),
     permit2Address: tronAddressToEvm(p.permit2Address),
     token: tronAddressToEvm(p.token),
@@ -59,7 +72,7 @@ export function buildTronPermit2TypedData(p: TronPermit2Params): Permit2TypedDat
     nonce: p.nonce,
     deadline: p.deadline,
     witness: buildSwapIntentWitness({ ...p.witness, resolver: tronAddressToEvm(p.witness.resolver) }),
-  });
+  };
 }
 
 /** Result of a successful TIP-712 Permit2 verification. */
@@ -83,7 +96,7 @@ const TRON_ACCEPTED_V = [0, 1, 27, 28, 29, 30] as const;
  * const { canonicalSignature } = await verifyTronPermit2Signature(td, body.permit2, intent.sourceAddress);
  */
 export async function verifyTronPermit2Signature(
-  td: Permit2TypedData,
+  td: Permit2Signable,
   signature: string,
   expectedOwner: string,
 ): Promise<VerifiedTronPermit2> {
