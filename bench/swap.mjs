@@ -55,7 +55,6 @@ const { readErc20Allowance, verifyPermit2Signature } = await import('../packages
 const { verifyCosignTransaction } = await import('../packages/chains/dist/sol/index.js');
 const { deployTestToken, approveErc20 } = await import('../packages/devnet/dist/evm-devnode/index.js');
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
-const { sql } = await import('kysely');
 const { signCosignApproval, signPermit2Approval } = await import('../packages/sdk/dist/index.js');
 
 const median = (xs) => {
@@ -198,13 +197,21 @@ async function openService(dialect, url, node, token, solRpcUrl) {
   await app.ready();
   const key = (await swap.createApiKey(db, 'bench')).key;
   // Scratch tables for the durable-commit floor, shaped like an approval's writes.
-  const serial = dialect === 'sqlite' ? 'integer primary key autoincrement' : 'bigserial primary key';
-  await sql`create table bench_rows (id text primary key, approval text, execution text, updated_at bigint)`.execute(
-    db,
-  );
-  await sql
-    .raw(`create table bench_events (id ${serial}, row_id text not null, at bigint not null)`)
-    .execute(db);
+  await db.schema
+    .createTable('bench_rows')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('approval', 'text')
+    .addColumn('execution', 'text')
+    .addColumn('updated_at', 'bigint')
+    .execute();
+  await db.schema
+    .createTable('bench_events')
+    .addColumn('id', dialect === 'sqlite' ? 'integer' : 'serial', (c) =>
+      dialect === 'sqlite' ? c.primaryKey().autoIncrement() : c.primaryKey(),
+    )
+    .addColumn('row_id', 'text', (c) => c.notNull())
+    .addColumn('at', 'bigint', (c) => c.notNull())
+    .execute();
   const inject = (method, path, payload) =>
     app.inject({
       method,

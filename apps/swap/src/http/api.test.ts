@@ -386,6 +386,25 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
       });
     });
 
+    it('the same approval posted 6 times at once: one transition, one event, every answer ApprovalAdded', async () => {
+      const { intent, owner } = await evmIntent();
+      const body = await sign(owner, intent);
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () => call('POST', `/intents/${intent.intentId}/approvals`, body)),
+      );
+      expect(answers.map((a) => [a.status, a.body.status])).toEqual(Array(6).fill([200, 'ApprovalAdded']));
+      const events = await s.ctx.db
+        .selectFrom('intent_events')
+        .select(['trigger', 'from_status', 'to_status'])
+        .where('intent_id', '=', intent.intentId)
+        .orderBy('id')
+        .execute();
+      expect(events).toEqual([
+        { trigger: 'create', from_status: null, to_status: 'Initiated' },
+        { trigger: 'approve', from_status: 'Initiated', to_status: 'ApprovalAdded' },
+      ]);
+    });
+
     it('rejects a wrong signer, a malformed signature, a wrong payload type, and several payloads', async () => {
       const { intent } = await evmIntent();
       const stranger = privateKeyToAccount(generatePrivateKey());
