@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 /**
@@ -186,6 +186,7 @@ const METRICS = [
   'allowance_call_raw_per_s',
   'permit2_cpu_ms_service',
   'permit2_cpu_ms_devnode',
+  'permit2_cpu_ms_database',
   'cosign_approvals_per_s',
   'cosign_verify_raw_per_s',
   'commit_raw_per_s',
@@ -238,6 +239,25 @@ function procCpuMs(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
+/**
+ * utime + stime of every PostgreSQL server process on this machine, in ms: the backends serving the
+ * service, the WAL writer and the checkpointer. 0 for SQLite, which runs inside the service process.
+ */
+function postgresCpuMs(dialect) {
+  if (dialect !== 'postgres') return 0;
+  let sum = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'postgres') sum += procCpuMs(pid);
+    } catch {
+      // the process ended between the listing and the read
+    }
+  }
+  return sum;
 }
 
 async function round(svc, r, token, owner, solUsers, rpcUrl, devnodePid) {
@@ -346,9 +366,11 @@ async function round(svc, r, token, owner, solUsers, rpcUrl, devnodePid) {
     r,
     async () => {
       // CPU of every process an approval runs in: this one (the in-process client, the service's event
-      // loop and its signature thread) and the EVM devnode answering the allowance eth_call.
+      // loop and its signature thread), the EVM devnode answering the allowance eth_call, and on
+      // PostgreSQL the database server.
       const cpu0 = process.cpuUsage();
       const dev0 = procCpuMs(devnodePid);
+      const pg0 = postgresCpuMs(svc.dialect);
       out.permit2_approvals_per_s.push(
         await rate(intents, async (i, k) => {
           ok(await inject('POST', `/intents/${i.intentId}/approvals`, sigs[k]), 'approval');
@@ -357,6 +379,7 @@ async function round(svc, r, token, owner, solUsers, rpcUrl, devnodePid) {
       const cpu = process.cpuUsage(cpu0);
       out.permit2_cpu_ms_service.push((cpu.user + cpu.system) / 1000 / intents.length);
       out.permit2_cpu_ms_devnode.push((procCpuMs(devnodePid) - dev0) / intents.length);
+      out.permit2_cpu_ms_database.push((postgresCpuMs(svc.dialect) - pg0) / intents.length);
     },
     async () => {
       out.permit2_verify_raw_per_s.push(
@@ -457,7 +480,7 @@ const withFloor = (o) => ({
   cosign_floor_per_s: o.cosign_verify_raw_per_s.map((v, i) => Math.min(v, o.commit_raw_per_s[i])),
   // What the cores allow: cores × 1000 ms ÷ the CPU ms one approval takes in every process involved.
   permit2_cpu_ceiling_per_s: o.permit2_cpu_ms_service.map(
-    (c, i) => (cpus().length * 1000) / (c + o.permit2_cpu_ms_devnode[i]),
+    (c, i) => (cpus().length * 1000) / (c + o.permit2_cpu_ms_devnode[i] + o.permit2_cpu_ms_database[i]),
   ),
 });
 const summaryOf = (out) => ({
