@@ -1,7 +1,8 @@
 /**
  * Intent rows ↔ the `Intent` model, and the only code that changes an intent's status:
  * `applyTransition` asks the lifecycle table for the next status and writes it with a guarded
- * UPDATE (`WHERE status = <current>`) plus an `intent_events` row, in one transaction. Two racing
+ * UPDATE (`WHERE status = <current>`) plus an `intent_events` row, in one transaction (on PostgreSQL
+ * one statement, when no settlement leg is recorded with it). Two racing
  * writers cannot both move the same intent: the loser sees 0 rows and gets INVALID_TRANSITION.
  */
 import { type Kysely, PostgresAdapter, type Selectable, type Transaction, type Updateable } from 'kysely';
