@@ -29,7 +29,7 @@ import { Worker } from 'node:worker_threads';
 import { buildCloud, changeNode, createToken, loadConfig } from '../apps/cloud/dist/index.js';
 import { createLogger } from '../packages/service-kit/dist/index.js';
 import { createTestPgDatabase } from '../packages/store/dist/index.js';
-import { round, stats } from './lib.mjs';
+import { median, round, stats } from './lib.mjs';
 
 let EVENTS = 2000;
 let NODES = 50;
@@ -253,12 +253,6 @@ async function run(label, databaseUrlOf) {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 async function phase(label, databaseUrlOf, floorBefore) {
   const load = loadavg()[0];

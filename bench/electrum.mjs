@@ -7,7 +7,6 @@
 //     mode, next to bitcoind's own idle CPU over the same windows (the floor); modes interleaved
 //     round by round. Plus freshness: generatetoaddress → headers notification and sendtoaddress →
 //     scripthash notification, p50 per mode.
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -17,17 +16,14 @@ import { BitcoindRpc } from '@rgbx/chains/btc';
 import { spawnService, startDevnet } from '@rgbx/devnet';
 import { ElectrumClient, ElectrumServer } from '@rgbx/electrum';
 import { writeToml } from '@rgbx/service-kit';
-import { interleave, round, stats } from './lib.mjs';
+import { CLK_TCK, interleave, procCpuMs, round, stats } from './lib.mjs';
 
 const ELECTRUM_MAIN = fileURLToPath(new URL('../apps/electrum/dist/main.js', import.meta.url));
-const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** CPU seconds (user + system) a process has used so far. */
 function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from #3 on (comm may hold spaces)
-  return (Number(f[11]) + Number(f[12])) / TICKS; // utime #14, stime #15
+  return procCpuMs(pid) / 1000;
 }
 
 const scripthashOf = (scriptPubKey) =>
@@ -154,7 +150,7 @@ export async function benchElectrumIdle(
   const out = {
     window_s: windowMs / 1000,
     rounds,
-    clk_tck: TICKS,
+    clk_tck: CLK_TCK,
     load_avg_1m: { min: round(Math.min(...load)), max: round(Math.max(...load)) },
     floor_bitcoind_idle_cpu_pct: round(floor),
     devnet_electrum_no_clients_cpu_pct: devnetElectrum.length ? round(med(devnetElectrum)) : null,

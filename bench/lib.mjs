@@ -1,4 +1,28 @@
-// Shared helpers for benchmarks: medians and percentiles over interleaved runs (machines are noisy).
+// Shared helpers for benchmarks: medians and percentiles over interleaved runs (machines are noisy), and
+// the CPU a process has used.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** The median of a non-empty list of numbers (the mean of the two middle ones for an even count). */
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Clock ticks per second of `/proc/<pid>/stat` times (USER_HZ; 100 on Linux). */
+export const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/**
+ * CPU ms (user + system, all threads) a process has used so far, from `/proc/<pid>/stat`.
+ * @throws when the process is gone
+ */
+export function procCpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from #3 on (comm may hold spaces)
+  return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK; // utime #14, stime #15
+}
+
 export function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
   const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];

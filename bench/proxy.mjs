@@ -35,6 +35,7 @@ const SIZES = values.sizes.split(',').map(Number);
 /** The baseline server: POST reads and discards the body, GET answers the bytes it was given. */
 const BASELINE_SERVER = `
 import { createServer } from 'node:http';
+import { median } from './lib.mjs';
 let payload = Buffer.alloc(0);
 const server = createServer((req, res) => {
   if (req.method === 'PUT') {
@@ -85,11 +86,6 @@ async function stop(child) {
   await exited;
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const round = (x) => Math.round(x * 100) / 100;
 
 let seq = 0;

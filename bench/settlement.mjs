@@ -52,7 +52,7 @@ import {
 } from '@solana/kit';
 import { createPublicClient, createWalletClient, defineChain, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { round as round3, stats } from './lib.mjs';
+import { median, round as round3, stats } from './lib.mjs';
 
 const { values } = parseArgs({
   options: { rounds: { type: 'string', default: '9' }, n: { type: 'string', default: '60' } },
@@ -76,10 +76,6 @@ const { jsonRpcTransport } = await import('../packages/chains/dist/evm/transport
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
 const { signCosignApproval, signPermit2Approval } = await import('../packages/sdk/dist/index.js');
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const log = (m) => process.stderr.write(`${m}\n`);
 
 const NET = { btc: 1, evm: 2, sol: 4 };

@@ -38,6 +38,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateKeyPairSigner, signBytes } from '@solana/kit';
 import { privateKeyToAccount } from 'viem/accounts';
+import { median, procCpuMs } from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -58,11 +59,6 @@ const { verifyCosignTransaction } = await import('../packages/chains/dist/sol/in
 const { deployTestToken, approveErc20 } = await import('../packages/devnet/dist/evm-devnode/index.js');
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
 const { signCosignApproval, signPermit2Approval } = await import('../packages/sdk/dist/index.js');
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 async function pool(items, fn) {
   let i = 0;
@@ -232,13 +228,6 @@ async function openService(dialect, url, node, token, solRpcUrl) {
       await close();
     },
   };
-}
-
-/** utime + stime of a process, in ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
-function procCpuMs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
 }
 
 /**

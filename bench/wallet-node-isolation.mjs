@@ -26,13 +26,9 @@ import { signPsbt } from '@rgbx/sdk';
 import { HDKey } from '@scure/bip32';
 import { generateMnemonic, mnemonicToSeedSync } from '@scure/bip39';
 import { wordlist } from '@scure/bip39/wordlists/english.js';
-import { round, stats } from './lib.mjs';
+import { median, round, stats } from './lib.mjs';
 import { clientFor, startNode } from './wallet-node-lib.mjs';
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // --- keys ---------------------------------------------------------------------------------------------

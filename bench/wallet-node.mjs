@@ -19,21 +19,13 @@ import { parseArgs } from 'node:util';
 import { startDevnet, walletNodeToml } from '@rgbx/devnet';
 import { closeDefaultHost, generateKeys } from '@rgbx/rgb';
 import { signPsbt } from '@rgbx/sdk';
-import { round, stats } from './lib.mjs';
+import { median, procCpuMs, round, stats } from './lib.mjs';
 import { clientFor, startNode } from './wallet-node-lib.mjs';
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
-const CLK_TCK = 100; // USER_HZ on Linux
-/** CPU ms (user + system, all threads) of a process so far, from /proc/<pid>/stat; NaN once it is gone. */
-function procCpuMs(pid) {
+/** CPU ms (user + system, all threads) of a process so far; NaN once it is gone. */
+function cpuMsOrNaN(pid) {
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-    return ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK;
+    return procCpuMs(pid);
   } catch {
     return Number.NaN;
   }
@@ -55,8 +47,8 @@ function cpuSnapshot(frontPid) {
   const kids = frontPid === undefined ? [] : childPids(frontPid);
   const u = process.cpuUsage();
   return {
-    front: frontPid === undefined ? 0 : procCpuMs(frontPid),
-    children: Object.fromEntries(kids.map((k) => [k, procCpuMs(k)])),
+    front: frontPid === undefined ? 0 : cpuMsOrNaN(frontPid),
+    children: Object.fromEntries(kids.map((k) => [k, cpuMsOrNaN(k)])),
     self: (u.user + u.system) / 1000,
   };
 }
@@ -64,7 +56,7 @@ function cpuSnapshot(frontPid) {
 function cpuPerRequest(a, b, n) {
   let kids = 0;
   for (const pid of new Set([...Object.keys(a.children), ...Object.keys(b.children)])) {
-    const end = b.children[pid] ?? procCpuMs(Number(pid));
+    const end = b.children[pid] ?? cpuMsOrNaN(Number(pid));
     const start = a.children[pid] ?? 0;
     if (Number.isFinite(end)) kids += end - start;
   }
@@ -130,7 +122,7 @@ export async function benchWalletNode(opts = {}) {
   /** CPU ms so far of the devnet's processes (bitcoind, Electrum, RGB proxy). */
   const devnetCpu = () =>
     Object.values(devnetPids).reduce((sum, p) => {
-      const ms = procCpuMs(p);
+      const ms = cpuMsOrNaN(p);
       return Number.isFinite(ms) ? sum + ms : sum;
     }, 0);
   try {
