@@ -116,7 +116,6 @@ export interface Eip712Hasher {
  * const digest = hasher.hashTypedData({ domain, primaryType: 'PermitWitnessTransferFrom', message });
  */
 export function eip712Hasher(types: TypedDataTypes): Eip712Hasher {
-  const typeHashes = new Map<string, Uint8Array>();
   const encoders = new Map<string, Encoder>();
   const prepared = new Map<string, { hash: Uint8Array; fields: { name: string; encode: Encoder }[] }>();
 
@@ -167,21 +166,12 @@ export function eip712Hasher(types: TypedDataTypes): Eip712Hasher {
       const fields = types[name];
       if (!fields) throw new ChainInputError('primaryType', `struct type ${name} is not defined`);
       p = {
-        hash: typeHashOf(name),
+        hash: keccak_256(utf8ToBytes(encodeType(types, name))),
         fields: fields.map((f) => ({ name: f.name, encode: encoderFor(f.type) })),
       };
       prepared.set(name, p);
     }
     return p;
-  };
-
-  const typeHashOf = (name: string): Uint8Array => {
-    let h = typeHashes.get(name);
-    if (!h) {
-      h = keccak_256(utf8ToBytes(encodeType(types, name)));
-      typeHashes.set(name, h);
-    }
-    return h;
   };
 
   function structHash(
