@@ -45,8 +45,12 @@ export interface Devnet {
   readonly wallet: BitcoindRpc;
   /** Mines `blocks` blocks to the miner (or `address`); returns the block hashes. */
   mine(blocks: number, address?: string): Promise<string[]>;
-  /** Sends `btc` (decimal string) from the miner wallet; with `confirm`, mines one block after. Returns the txid. */
-  fund(address: string, btc: string, opts?: { confirm?: boolean }): Promise<string>;
+  /**
+   * Sends `btc` (decimal string) from the miner wallet; with `confirm`, mines one block after; with
+   * `data` (hex), the transaction also carries an `OP_RETURN <data>` output (e.g. a swap fulfilment's
+   * commitment). Returns the txid.
+   */
+  fund(address: string, btc: string, opts?: { confirm?: boolean; data?: string }): Promise<string>;
   /** bitcoind node RPC call. */
   rpc<T = unknown>(method: string, params?: unknown[]): Promise<T>;
   /** Stops every process this devnet started (bitcoind, electrum, proxy). State stays in `dir`. */
@@ -286,7 +290,18 @@ function attach(dir: string, s: State): Devnet {
       if (!/^\d+(\.\d{1,8})?$/.test(btc))
         throw new Error(`fund: amount must be a BTC decimal like "0.5", got ${JSON.stringify(btc)}`);
       // Passed as a JSON string: bitcoind parses amounts from strings exactly (no float on our side).
-      const txid = await wallet.call<string>('sendtoaddress', [address, btc]);
+      let txid: string;
+      if (o?.data !== undefined) {
+        if (!/^([0-9a-f]{2}){1,80}$/i.test(o.data))
+          throw new Error(`fund: data must be 1 to 80 bytes of hex, got ${JSON.stringify(o.data)}`);
+        const sent = await wallet.call<{ txid: string; complete: boolean }>('send', [
+          [{ [address]: btc }, { data: o.data }],
+        ]);
+        if (!sent.complete) throw new Error('fund: the miner wallet could not sign the transaction');
+        txid = sent.txid;
+      } else {
+        txid = await wallet.call<string>('sendtoaddress', [address, btc]);
+      }
       if (o?.confirm) await mine(1);
       return txid;
     },

@@ -32,6 +32,8 @@ export interface BitcoinGateway {
   transaction(txid: string): Promise<BitcoinTxInfo | null>;
   /** Height of the best block. */
   tip(): Promise<number>;
+  /** The 80-byte header of the best chain's block at `height`, hex. */
+  blockHeader(height: number): Promise<string>;
   /** Broadcasts; a transaction the node already has counts as broadcast. Returns the txid. */
   broadcast(txHex: string, txid: string): Promise<string>;
   ping(): Promise<void>;
@@ -137,6 +139,14 @@ class ElectrumBitcoinGateway implements BitcoinGateway {
       const h = await this.#client.request<{ height?: number }>('blockchain.headers.subscribe');
       if (typeof h?.height !== 'number') throw new ElectrumError('blockchain.headers.subscribe: no height');
       return h.height;
+    });
+  }
+  blockHeader(height: number) {
+    return this.#wrap(async () => {
+      const h = await this.#client.request<unknown>('blockchain.block.header', [height]);
+      if (typeof h !== 'string' || !/^[0-9a-f]{160}$/i.test(h))
+        throw new ElectrumError(`blockchain.block.header ${height}: not an 80-byte header`);
+      return h;
     });
   }
   ping() {

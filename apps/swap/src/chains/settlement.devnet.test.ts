@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildHtlc, buildHtlcClaimTx } from '@rgbx/chains/btc';
+import { buildHtlc, buildHtlcClaimTx, fulfilCommitment } from '@rgbx/chains/btc';
 import { uuidToBytes32 } from '@rgbx/chains/evm';
 import { tronAddressToEvm } from '@rgbx/chains/tron';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
@@ -42,6 +42,7 @@ import {
   RESOLVER_SOL,
   RESOLVER_SOL_SIGNER,
   randomEvmAddress,
+  randomSolanaAddress,
   SOL_MINT,
   startTestService,
   type TestService,
@@ -431,9 +432,14 @@ rate = "0.005"
       btcKey().address,
     );
     const min = BigInt(q.minDestAmountLots);
-    const early = await devnet.fund(dest, sats(min), { confirm: true });
-    expect((await resolver(i.intentId, 'accept')).body.status).toBe('Accepted');
     const id = i.intentId;
+    // The commitment a Bitcoin fulfilment must carry, as the resolver API hands it out.
+    const data = String(
+      (await call('GET', `/resolver/v1/intents/${id}`, undefined, RESOLVER_KEY)).body.fulfil_commitment,
+    ).slice(4);
+    expect(data).toBe(fulfilCommitment(id).toString('hex'));
+    const early = await devnet.fund(dest, sats(min), { confirm: true, data });
+    expect((await resolver(i.intentId, 'accept')).body.status).toBe('Accepted');
 
     // Deposits that are not the escrow's pull for this intent.
     await refused(
@@ -457,13 +463,31 @@ rate = "0.005"
     await refused(
       id,
       'fulfil',
-      await devnet.fund(btcKey().address, sats(min), { confirm: true }),
+      await devnet.fund(btcKey().address, sats(min), { confirm: true, data }),
       'recipient',
     );
-    await refused(id, 'fulfil', await devnet.fund(dest, sats(min - 1n), { confirm: true }), 'amount');
-    const paid = await devnet.fund(dest, sats(min), { confirm: true });
+    await refused(id, 'fulfil', await devnet.fund(dest, sats(min - 1n), { confirm: true, data }), 'amount');
+    // Anyone's later payment to the user's address (the user's salary, a withdrawal): no commitment.
+    await refused(id, 'fulfil', await devnet.fund(dest, sats(min), { confirm: true }), 'commitment');
+    // A payment made for another intent (its commitment) does not fulfil this one.
+    const other = fulfilCommitment(crypto.randomUUID()).toString('hex');
+    await refused(
+      id,
+      'fulfil',
+      await devnet.fund(dest, sats(min), { confirm: true, data: other }),
+      'commitment',
+    );
+    const paid = await devnet.fund(dest, sats(min), { confirm: true, data });
     await ok(id, 'fulfil', paid, 'Fulfilled');
 
+    // Not the escrow's Claimed event for this intent: a plain transfer, the deposit again.
+    await refused(
+      id,
+      'claim',
+      await chains.erc20Transfer(RESOLVER_EVM_KEY, chains.usdc, owner.address, 1n),
+      'escrow_event',
+    );
+    await refused(id, 'claim', pulled, '', 'TX_ALREADY_USED');
     const preimage = await secret(id);
     const claim = await escrowClaim(
       chains.evm.rpcUrl,
@@ -596,7 +620,8 @@ rate = "0.005"
     await ok(id, 'deposit', sent, 'UserDeposited');
 
     const min = BigInt(q.minDestAmountLots);
-    await ok(id, 'fulfil', await devnet.fund(dest, sats(min), { confirm: true }), 'Fulfilled');
+    const data = fulfilCommitment(id).toString('hex');
+    await ok(id, 'fulfil', await devnet.fund(dest, sats(min), { confirm: true, data }), 'Fulfilled');
     await refused(id, 'claim', fakeTxHash('sol', 'c-claim'), 'no_claim_leg');
     const rec = (await call('GET', `/swaps/${id}`)).body;
     expect(rec.settlement[0]).toMatchObject({
@@ -618,9 +643,18 @@ rate = "0.005"
       (await generateKeyPairSigner()).address,
     );
     const id = i.intentId;
+    const min = BigInt(q.minDestAmountLots);
+    // The resolver's own transfer to the user, but made before it accepted: proves nothing.
+    const early = await chains.solTransfer(RESOLVER_SOL_SIGNER, dest, min);
     expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
     await ok(id, 'deposit', await chains.escrowDepositFromExecution(await execution(id)), 'UserDeposited');
-    const min = BigInt(q.minDestAmountLots);
+    await refused(id, 'fulfil', early, 'older_than_acceptance');
+    await refused(
+      id,
+      'fulfil',
+      await chains.solTransfer(RESOLVER_SOL_SIGNER, randomSolanaAddress(), min),
+      'recipient',
+    );
     await refused(id, 'fulfil', fakeTxHash('sol', 'e-fulfil'), 'not_found');
     await refused(id, 'fulfil', await chains.solTransfer(RESOLVER_SOL_SIGNER, dest, min - 1n), 'amount');
     await refused(id, 'fulfil', await chains.sol.airdrop(dest, min), 'sender');

@@ -10,6 +10,7 @@
  * safe until then; after the deadline + safety margin the user refunds (HTLC refund leaf, escrow).
  */
 
+import { fulfilCommitmentScript } from '@rgbx/chains/btc';
 import { type HtlcContext, htlcOf } from '../chains/htlc-approval.ts';
 import { type Leg, legRecord } from '../chains/settlement/legs.ts';
 import { readAcceptanceTips, verifyLeg } from '../chains/settlement/verify.ts';
@@ -219,4 +220,12 @@ export function resolverExecutionData(intent: Intent): Record<string, unknown> |
     return { permit2_signature: ex.signature, owner: ex.owner, nonce: ex.nonce, typed_data: ex.typedData };
   }
   return { signed_transaction: ex.signedTransaction };
+}
+
+/**
+ * The output script a Bitcoin fulfilment of `intent` must include (settlement/bitcoin.ts); null when
+ * the destination is not Bitcoin.
+ */
+export function fulfilCommitmentOf(ctx: SwapContext, intent: Intent): string | null {
+  return ctx.catalog.network(intent.destChain).type === 'BITCOIN' ? fulfilCommitmentScript(intent.id) : null;
 }

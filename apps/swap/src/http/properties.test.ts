@@ -32,6 +32,7 @@ const fakeGateway: ChainGateway = {
     history: async () => [],
     transaction: async () => null,
     tip: async () => 0,
+    blockHeader: async () => '00'.repeat(80),
     broadcast: async (_hex, txid) => txid,
     ping: async () => {},
   }),

@@ -8,6 +8,7 @@ import type { SwapContext } from '../context.ts';
 import {
   acceptIntent,
   declineIntent,
+  fulfilCommitmentOf,
   releaseSecret,
   reportLeg,
   reportRefund,
@@ -25,7 +26,7 @@ const IntentParams = Type.Object({ intent_id: Uuid });
 const TxBody = Resolver.ResolverTxRequest;
 const StatusChange = Resolver.ResolverStatusChange;
 
-function resolverView(i: Intent): Resolver.ResolverIntent {
+function resolverView(ctx: SwapContext, i: Intent): Resolver.ResolverIntent {
   return {
     intent: B.SwapRecordB.toWire(swapRecordA(i)),
     approval_mechanism: i.mechanism,
@@ -33,6 +34,7 @@ function resolverView(i: Intent): Resolver.ResolverIntent {
     secret_hash: i.secretHash,
     refund_address: i.refundAddress,
     execution: resolverExecutionData(i),
+    fulfil_commitment: fulfilCommitmentOf(ctx, i),
   };
 }
 
@@ -102,7 +104,7 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
           ]);
           const total = Number(count.n);
           return {
-            data: rows.map((r) => resolverView(toIntent(r))),
+            data: rows.map((r) => resolverView(ctx, toIntent(r))),
             pagination: { limit, offset, total, pages: Math.ceil(total / limit) },
           };
         },
@@ -124,7 +126,7 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
             await loadIntent(ctx.db, req.params.intent_id, { resolverId: resolverOf(req) }),
             ctx.now(),
           );
-          return resolverView(i);
+          return resolverView(ctx, i);
         },
       );
 

@@ -1,6 +1,7 @@
 export type { BytesLike, Hex } from '../bytes.ts';
 export { ChainInputError, VerificationError } from '../errors.ts';
 export { btcToSats, satsToBtc } from './amount.ts';
+export { fulfilCommitment, fulfilCommitmentScript } from './commitment.ts';
 export type {
   ElectrumHeader,
   ElectrumHistoryEntry,

@@ -13,6 +13,10 @@ export const ResolverIntent = Type.Object({
     description:
       'After approval: htlc → funding tx and HTLC scripts; permit2 → signature and typed data; cosign → user-signed transaction',
   }),
+  fulfil_commitment: Type.Union([Type.String({ pattern: '^6a20[0-9a-f]{64}$' }), Type.Null()], {
+    description:
+      'Bitcoin destinations: the output script (hex) the fulfilment transaction must include, OP_RETURN of SHA-256("rgbx:fulfil:" + intent id) (value 0); a payment without it is refused (Bitcoin shows no sender). null for other destinations',
+  }),
 });
 /** One intent with what the resolver needs to execute it. */
 export type ResolverIntent = Omit<Static<typeof ResolverIntent>, 'intent'> & { intent: SwapRecordB };

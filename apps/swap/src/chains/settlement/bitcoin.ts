@@ -2,17 +2,24 @@
  * Bitcoin legs, read through the Electrum indexer (the transaction, its confirmations and block):
  * - deposit: the approved funding transaction of THIS intent (exact txid), paying the HTLC output
  *   exactly the quoted amount;
- * - fulfil: outputs paying the user's destination address at least `min_dest_amount` (Bitcoin shows
- *   no sender, so none is checked), mined after the acceptance;
+ * - fulfil: outputs paying the user's destination address at least `min_dest_amount`, in a
+ *   transaction that carries this intent's commitment (`OP_RETURN` SHA-256("rgbx:fulfil:<id>"),
+ *   `@rgbx/chains/btc` `fulfilCommitmentScript`), mined after the acceptance. Bitcoin shows no
+ *   sender: without the commitment anyone's later payment to that address (the user's salary, an
+ *   exchange withdrawal) would count, and a resolver could take the user's funds for it;
  * - claim / refund: a spend of THIS intent's HTLC outpoint through the claim leaf (revealing the
  *   preimage) / the refund leaf.
+ * The block height of a transaction is its block's own (see `minedHeight`), never a difference of
+ * two reads a new block can separate.
  */
 import { createHash } from 'node:crypto';
+import { fulfilCommitmentScript, reversedHex, sha256d } from '@rgbx/chains/btc';
 import { Address, OutScript, Transaction } from '@scure/btc-signer';
 import { bitcoinScript, btcNetworkOf, btcSignerNetwork } from '../../domain/addresses.ts';
-import type { ChainGateway } from '../chain-gateway.ts';
+import { E } from '../../errors.ts';
+import type { BitcoinGateway, BitcoinTxInfo, ChainGateway } from '../chain-gateway.ts';
 import { type HtlcContext, htlcOf } from '../htlc-approval.ts';
-import { type LegCheck, refuse, requireConfirmations, requireFresh, type VerifiedLeg } from './check.ts';
+import { type LegCheck, refuse, requireAfter, requireConfirmations, type VerifiedLeg } from './check.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -36,13 +43,36 @@ export async function bitcoinTip(gateway: ChainGateway): Promise<bigint> {
   return BigInt(await gateway.bitcoin().tip());
 }
 
+/** Blocks that may arrive between the transaction read and the tip read before we give up (503). */
+const HEIGHT_SEARCH = 6;
+
+/**
+ * The height of the block `info` places the transaction in, or null in the mempool. The tip minus
+ * the confirmations is only a guess: it comes from two reads, and every block mined between them
+ * moves it up by one, which would make a transaction mined at the acceptance look newer than it.
+ * A height is returned only when the header at that height hashes to the transaction's own block
+ * hash (the guess, then the heights below it).
+ */
+export async function minedHeight(btc: BitcoinGateway, info: BitcoinTxInfo): Promise<bigint | null> {
+  if (info.confirmations <= 0 || info.blockHash === null) return null;
+  const guess = (await btc.tip()) - info.confirmations + 1;
+  for (let h = guess; h >= Math.max(0, guess - HEIGHT_SEARCH); h--) {
+    const header = await btc.blockHeader(h);
+    if (reversedHex(sha256d(Buffer.from(header, 'hex'))) === info.blockHash) return BigInt(h);
+  }
+  throw E.UPSTREAM_UNAVAILABLE.createWith(
+    { details: { blockHash: info.blockHash, searchedFrom: guess } },
+    `The Bitcoin indexer (block ${info.blockHash} is not on its best chain at heights ${guess - HEIGHT_SEARCH}..${guess})`,
+  );
+}
+
 async function load(gateway: ChainGateway, check: LegCheck) {
   const btc = gateway.bitcoin();
   const info = await btc.transaction(check.txHash);
   if (!info) refuse('not_found', `transaction ${check.txHash} is not known to the Bitcoin node`);
   requireConfirmations(check, info.confirmations);
-  const blockHeight =
-    info.confirmations > 0 ? BigInt(await btc.tip()) - BigInt(info.confirmations) + 1n : null;
+  const blockHeight = await minedHeight(btc, info);
+  requireAfter(check, blockHeight);
   return { tx: parse(info.hex), info, blockHeight };
 }
 
@@ -59,7 +89,6 @@ export async function verifyBitcoinLeg(gateway: ChainGateway, check: LegCheck): 
     const script = bitcoinScript(intent.userDestAddress, btcNetworkOf(check.network));
     if (!script) refuse('destination', 'the destination is not a Bitcoin address of this network');
     const loaded = await load(gateway, check);
-    requireFresh(check, loaded.blockHeight);
     const want = hex(script);
     let paid = 0n;
     let index = -1;
@@ -71,6 +100,18 @@ export async function verifyBitcoinLeg(gateway: ChainGateway, check: LegCheck): 
       }
     }
     if (index < 0) refuse('recipient', `the transaction pays nothing to ${intent.userDestAddress}`);
+    const commitment = fulfilCommitmentScript(intent.id);
+    let committed = false;
+    for (let i = 0; i < loaded.tx.outputsLength && !committed; i++) {
+      const o = loaded.tx.getOutput(i);
+      committed = o.script !== undefined && hex(o.script) === commitment;
+    }
+    if (!committed)
+      refuse(
+        'commitment',
+        'the payment does not commit to this intent: one output must be OP_RETURN SHA-256("rgbx:fulfil:<intent id>")',
+        { expectedScript: commitment },
+      );
     if (paid < intent.minDestAmountLots)
       refuse('amount', `the transaction pays ${paid} sat, at least ${intent.minDestAmountLots} expected`, {
         paid: paid.toString(),

@@ -1,13 +1,12 @@
 /**
  * What every network's verifier is given and the rules they share: the failure envelope
- * (TX_NOT_VERIFIED with a machine-readable reason), confirmations and the "newer than the
- * acceptance" rule.
+ * (TX_NOT_VERIFIED with a machine-readable reason), confirmations and the "mined after" rule.
  */
 import type { NetworkConfig } from '../../config.ts';
 import type { ResolverIdentity } from '../../domain/resolvers.ts';
 import { E } from '../../errors.ts';
 import type { Intent } from '../../store/intent-store.ts';
-import type { Leg, LegProof } from './legs.ts';
+import type { Leg, LegProof, LegRecord } from './legs.ts';
 
 export interface LegCheck {
   intent: Intent;
@@ -17,13 +16,23 @@ export interface LegCheck {
   /** Normalized transaction id as reported. */
   txHash: string;
   minConfirmations: number;
-  /** The network's tip when the resolver accepted; the transaction must be mined after it. */
-  acceptedTip: bigint | null;
-  /** Whether the leg's transaction must be newer than the acceptance (see `requiresFreshness`). */
-  fresh: boolean;
+  /** The event on this network the transaction must be mined after (see `verify.ts` `mustFollow`); null: bound otherwise. */
+  after: After | null;
+  /** The verified deposit of this intent (claim and refund legs), as recorded. */
+  deposit: LegRecord | null;
   resolver: ResolverIdentity;
   /** Seconds after the deadline before the user may refund (the EVM escrow's `refundAfter` is checked against it). */
   refundSafetyMarginSecs: number;
+}
+
+/** "Mined after": the height (block, slot) of the earlier event, and whether the same block still counts. */
+export interface After {
+  /** What happened at `height`: the resolver's acceptance (the tip then) or the verified deposit. */
+  event: 'acceptance' | 'deposit';
+  /** null: the event has no height on this network (no acceptance recorded, a deposit seen in the mempool). */
+  height: bigint | null;
+  /** The same block as the event counts (a spend of the deposit's own output can share its block). */
+  sameBlock: boolean;
 }
 
 export type VerifiedLeg = Omit<LegProof, 'leg' | 'networkId' | 'txHash' | 'verifiedAt'>;
@@ -43,18 +52,29 @@ export function requireConfirmations(check: LegCheck, confirmations: number): vo
 }
 
 /**
- * The transaction was mined after the resolver accepted the intent (an older transfer, e.g. an
- * earlier swap's fulfilment, proves nothing about this one). A mempool transaction (devnets with
- * 0 confirmations) is newer by construction.
+ * The transaction was mined after the event it must follow: a fulfilment or an escrow deposit after
+ * the resolver accepted (an older transfer, e.g. an earlier swap's fulfilment, proves nothing about
+ * this one), a refund or claim not before the deposit it returns or takes. A mempool transaction
+ * (devnets with 0 confirmations) is newer by construction.
  */
-export function requireFresh(check: LegCheck, blockHeight: bigint | null): void {
-  if (!check.fresh || blockHeight === null) return;
-  if (check.acceptedTip === null)
-    refuse('not_accepted', 'the intent has no recorded acceptance on this network');
-  if (blockHeight <= check.acceptedTip)
+export function requireAfter(check: LegCheck, blockHeight: bigint | null): void {
+  const after = check.after;
+  if (!after || blockHeight === null) return;
+  if (after.height === null) {
+    if (after.event === 'acceptance')
+      refuse('not_accepted', 'the intent has no recorded acceptance on this network');
+    return; // a deposit verified in the mempool: the spend-or-event binding is all there is
+  }
+  const early = after.sameBlock ? blockHeight < after.height : blockHeight <= after.height;
+  if (early)
     refuse(
-      'older_than_acceptance',
-      `the transaction is in block ${blockHeight}, not after block ${check.acceptedTip} (the tip when the intent was accepted)`,
-      { block: blockHeight.toString(), acceptedTip: check.acceptedTip.toString() },
+      after.event === 'acceptance' ? 'older_than_acceptance' : 'older_than_deposit',
+      after.event === 'acceptance'
+        ? `the transaction is in block ${blockHeight}, not after block ${after.height} (the tip when the intent was accepted)`
+        : `the transaction is in block ${blockHeight}, ${after.sameBlock ? 'before' : 'not after'} block ${after.height} (the deposit's)`,
+      {
+        block: blockHeight.toString(),
+        [after.event === 'acceptance' ? 'acceptedTip' : 'depositBlock']: after.height.toString(),
+      },
     );
 }

@@ -17,7 +17,7 @@ import { uuidToBytes32 } from '@rgbx/chains/evm';
 import { identityFor } from '../../domain/resolvers.ts';
 import { type ChainGateway, rpcAddress } from '../chain-gateway.ts';
 import type { Permit2Context } from '../permit2-approval.ts';
-import { type LegCheck, refuse, requireConfirmations, requireFresh, type VerifiedLeg } from './check.ts';
+import { type LegCheck, refuse, requireAfter, requireConfirmations, type VerifiedLeg } from './check.ts';
 
 /** keccak256 of the event signatures (checked against viem in settlement.test.ts). */
 export const TOPICS = {
@@ -78,7 +78,7 @@ export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Prom
     blockTime: await rpc.blockTime(receipt.blockNumber),
     confirmations: conf,
   };
-  requireFresh(check, receipt.blockNumber);
+  requireAfter(check, receipt.blockNumber);
 
   if (check.leg === 'fulfil') {
     const resolver = identityFor(check.resolver, network.type);

@@ -4,7 +4,11 @@
  *   for THIS intent (it names the intent in its memo), and it succeeded;
  * - fulfil: System transfers from the resolver to the user of at least `min_dest_amount` lamports
  *   (native SOL destinations; SPL-token destinations are refused, not guessed);
- * - refund: System transfers to the user's refund (or source) address of at least the source amount;
+ * - refund (the resolver's; a co-signed deposit pays the resolver or the escrow address directly, so
+ *   returning it is a payment back): System transfers from the account that received the deposit
+ *   (or the resolver's `solana_address`) to the intent's refund address, summing to exactly the
+ *   deposited lamports, in a slot after the deposit's. Without a sender, any earlier transfer to the
+ *   user (an airdrop, another payment) would count and the resolver would keep the user's SOL;
  * - claim: none — a co-signed deposit pays the resolver / escrow address directly.
  * Confirmations: a finalized transaction counts as 32 (Solana's maximum lockout), otherwise the
  * node's `confirmations`.
@@ -12,7 +16,7 @@
 import { decodeSolanaTransaction, systemTransfers } from '@rgbx/chains/sol';
 import type { ChainGateway } from '../chain-gateway.ts';
 import type { CosignContext } from '../cosign-approval.ts';
-import { type LegCheck, refuse, requireConfirmations, requireFresh, type VerifiedLeg } from './check.ts';
+import { type LegCheck, refuse, requireAfter, requireConfirmations, type VerifiedLeg } from './check.ts';
 
 /** The wrapped-SOL mint names native SOL in the token list. */
 export const NATIVE_SOL_MINT = 'So11111111111111111111111111111111111111112';
@@ -37,7 +41,7 @@ export async function verifySolanaLeg(gateway: ChainGateway, check: LegCheck): P
       ? FINALIZED_CONFIRMATIONS
       : Math.max(t.confirmations, t.confirmationStatus === 'confirmed' ? 1 : 0);
   requireConfirmations(check, conf);
-  requireFresh(check, t.slot);
+  requireAfter(check, t.slot);
   const tx = decodeSolanaTransaction(t.wire);
   if (tx.signatures[0] !== check.txHash) refuse('not_found', 'the node returned another transaction');
   const at = { blockHeight: t.slot, blockHash: null, blockTime: t.blockTime, confirmations: conf };
@@ -66,33 +70,55 @@ export async function verifySolanaLeg(gateway: ChainGateway, check: LegCheck): P
     };
   }
 
-  const [recipients, sender, required, token] =
-    check.leg === 'fulfil'
-      ? [[intent.userDestAddress], check.resolver.solanaAddress, intent.minDestAmountLots, intent.destToken]
-      : [
-          [intent.refundAddress, intent.userSourceAddress],
-          undefined,
-          intent.sourceAmountLots,
-          intent.sourceToken,
-        ];
-  if (token !== NATIVE_SOL_MINT) refuse('token', `only native SOL is verified on Solana, not ${token}`);
   if (tx.usesLookupTables) refuse('lookup_tables', 'transactions loading address lookup tables are not read');
-  const toUser = transfers.filter((x) => recipients.includes(x.to));
-  if (toUser.length === 0) refuse('recipient', `the transaction pays nothing to ${recipients.join(' or ')}`);
-  const counted = sender === undefined ? toUser : toUser.filter((x) => x.from === sender);
+
+  if (check.leg === 'refund') {
+    if (intent.mechanism !== 'cosign')
+      refuse('mechanism', `a refund on Solana needs a cosign intent, this one is ${intent.mechanism}`);
+    const cc = JSON.parse(intent.row.verify_context) as CosignContext;
+    const deposited = check.deposit ? BigInt(check.deposit.amount) : intent.sourceAmountLots;
+    const senders = new Set([cc.proxyAddress, check.resolver.solanaAddress].filter((a) => a !== undefined));
+    const toRefund = transfers.filter((x) => x.to === intent.refundAddress);
+    if (toRefund.length === 0) refuse('recipient', `the transaction pays nothing to ${intent.refundAddress}`);
+    const counted = toRefund.filter((x) => senders.has(x.from));
+    if (counted.length === 0)
+      refuse('sender', `the transfer to the refund address is not sent by ${[...senders].join(' or ')}`);
+    const paid = counted.reduce((sum, x) => sum + x.lamports, 0n);
+    if (paid !== deposited)
+      refuse('amount', `the transaction returns ${paid} lamports, the deposit was exactly ${deposited}`, {
+        paid: paid.toString(),
+        required: deposited.toString(),
+      });
+    return {
+      ...at,
+      index: counted[0]!.index,
+      recipient: intent.refundAddress,
+      token: intent.sourceToken,
+      amount: paid,
+      sender: counted[0]!.from,
+    };
+  }
+
+  // fulfil
+  if (intent.destToken !== NATIVE_SOL_MINT)
+    refuse('token', `only native SOL is verified on Solana, not ${intent.destToken}`);
+  const sender = check.resolver.solanaAddress;
+  const toUser = transfers.filter((x) => x.to === intent.userDestAddress);
+  if (toUser.length === 0) refuse('recipient', `the transaction pays nothing to ${intent.userDestAddress}`);
+  const counted = toUser.filter((x) => x.from === sender);
   if (counted.length === 0)
     refuse('sender', `the transfer to the user is not sent by the resolver ${sender}`);
-  const paid = counted.reduce((s, x) => s + x.lamports, 0n);
-  if (paid < required)
-    refuse('amount', `the transaction pays ${paid} lamports, at least ${required} expected`, {
+  const paid = counted.reduce((sum, x) => sum + x.lamports, 0n);
+  if (paid < intent.minDestAmountLots)
+    refuse('amount', `the transaction pays ${paid} lamports, at least ${intent.minDestAmountLots} expected`, {
       paid: paid.toString(),
-      required: required.toString(),
+      required: intent.minDestAmountLots.toString(),
     });
   return {
     ...at,
     index: counted[0]!.index,
-    recipient: counted[0]!.to,
-    token,
+    recipient: intent.userDestAddress,
+    token: intent.destToken,
     amount: paid,
     sender: counted[0]!.from,
   };

@@ -9,9 +9,9 @@ import { resolverById, type SwapContext } from '../../context.ts';
 import { E } from '../../errors.ts';
 import type { Intent } from '../../store/intent-store.ts';
 import { bitcoinTip, verifyBitcoinLeg } from './bitcoin.ts';
-import { type LegCheck, refuse, type VerifiedLeg } from './check.ts';
+import { type After, type LegCheck, refuse, type VerifiedLeg } from './check.ts';
 import { evmTip, verifyEvmLeg } from './evm.ts';
-import { assertTxUnused, type Leg, type LegProof } from './legs.ts';
+import { assertTxUnused, type Leg, type LegProof, type LegRecord } from './legs.ts';
 import { solanaTip, verifySolanaLeg } from './solana.ts';
 
 const TXID = /^[0-9a-f]{64}$/;
@@ -54,6 +54,37 @@ export async function readAcceptanceTips(ctx: SwapContext, intent: Intent): Prom
   return Object.fromEntries(ids.map((id, i) => [String(id), tips[i]!.toString()]));
 }
 
+/**
+ * What `leg`'s transaction must be mined after, on its own network:
+ * - a fulfilment, an escrow deposit or a co-signed deposit: the resolver's acceptance (the tip then).
+ *   The HTLC funding transaction is exempt: it is this intent's own (exact txid), whenever it lands;
+ * - a claim or refund: the verified deposit. A spend of the deposit's own output (HTLC leaves) or an
+ *   escrow event for this intent cannot precede it on chain and may share its block; a Solana refund
+ *   is a free transfer from the resolver, so it must be in a later slot than the deposit.
+ */
+export function mustFollow(
+  intent: Intent,
+  leg: Leg,
+  network: NetworkConfig,
+  deposit: LegRecord | null,
+): After | null {
+  const acceptance = (): After => {
+    const tips = intent.row.accepted_tips
+      ? (JSON.parse(intent.row.accepted_tips) as Record<string, string>)
+      : {};
+    const tip = tips[String(network.id)];
+    return { event: 'acceptance', height: tip === undefined ? null : BigInt(tip), sameBlock: false };
+  };
+  if (leg === 'fulfil') return acceptance();
+  if (leg === 'deposit') return intent.mechanism === 'htlc' ? null : acceptance();
+  if (!deposit) return acceptance();
+  return {
+    event: 'deposit',
+    height: deposit.blockHeight === null ? null : BigInt(deposit.blockHeight),
+    sameBlock: !(leg === 'refund' && intent.mechanism === 'cosign'),
+  };
+}
+
 /** Proves `leg` of `intent` with the reported transaction, or throws (TX_NOT_VERIFIED, TX_ALREADY_USED, 503). */
 export async function verifyLeg(
   ctx: SwapContext,
@@ -64,22 +95,17 @@ export async function verifyLeg(
   const network = ctx.catalog.network(leg === 'fulfil' ? intent.destChain : intent.sourceChain);
   const tx = normalizeTxHash(network, txHash);
   await assertTxUnused(ctx.db, network.id, tx);
-  const tips = intent.row.accepted_tips
-    ? (JSON.parse(intent.row.accepted_tips) as Record<string, string>)
-    : {};
-  const tip = tips[String(network.id)];
   const resolver = resolverById(ctx, intent.resolverId);
   if (!resolver) throw E.RESOLVER_NOT_ASSIGNED.create(intent.id);
+  const deposit = intent.settlement.find((l) => l.leg === 'deposit') ?? null;
   const check: LegCheck = {
     intent,
     leg,
     network,
     txHash: tx,
     minConfirmations: settlementConfirmations(ctx.config, network),
-    acceptedTip: tip === undefined ? null : BigInt(tip),
-    // The HTLC funding tx is this intent's own (exact txid); claims and refunds spend this intent's
-    // lock. Fulfilments, and deposits into a shared escrow, must be newer than the acceptance.
-    fresh: leg === 'fulfil' || (leg === 'deposit' && intent.mechanism !== 'htlc'),
+    after: mustFollow(intent, leg, network, deposit),
+    deposit,
     resolver: resolver.identity,
     refundSafetyMarginSecs: ctx.config.swap.refund_safety_margin_secs,
   };
