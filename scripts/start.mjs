@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tronAddressFromHex } from '@rgbx/chains/tron';
 import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
-import { deploySwapContracts, deployTestToken } from '@rgbx/devnet/evm-devnode';
+import { deploySwapDevnet } from '@rgbx/devnet/evm-devnode';
 import { readToml, writeToml } from '@rgbx/service-kit';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -72,15 +72,12 @@ async function main() {
   );
   const chainId = BigInt(evm.chain_id);
   const deployer = evm.accounts[0].private_key;
-  // Deployed in this order from account 0, so a fresh devnode gets the addresses devnet.toml defaults to.
-  const usdc = await deployTestToken(evm.rpc_url, chainId, deployer, {
-    name: 'Test USD',
-    symbol: 'USDC',
-    supply: 10n ** 30n,
-  });
   // The escrow's refund delay is the swap's refund safety margin (swap.refund_safety_margin_secs, default 3600).
   const margin = swapConfig.swap?.refund_safety_margin_secs ?? 3600;
-  const { permit2, escrow } = await deploySwapContracts(evm.rpc_url, chainId, deployer, {
+  // USDC, SignatureTransfer, SwapEscrow in this order from account 0 (nonces 0, 1, 2) as the first
+  // transactions of this fresh devnode: always the addresses devnet.toml falls back to (held by
+  // packages/devnet/src/evm-devnode/devnet-addresses.test.ts). Send nothing from account 0 before.
+  const { usdc, permit2, escrow } = await deploySwapDevnet(evm.rpc_url, chainId, deployer, {
     refundDelaySecs: BigInt(margin),
   });
   endpoints.evm_devnode = { rpc_url: evm.rpc_url, chain_id: evm.chain_id, usdc, permit2, escrow };

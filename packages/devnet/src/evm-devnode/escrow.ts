@@ -1,7 +1,7 @@
 import type { EvmAddress, SwapIntentWitness } from '@rgbx/chains/evm';
 import { encodeAbiParameters, keccak256, toEventSelector } from 'viem';
 import { SIGNATURE_TRANSFER, SWAP_ESCROW } from './artifacts.ts';
-import { deploy, devnodeClients } from './token.ts';
+import { deploy, deployTestToken, devnodeClients } from './token.ts';
 
 /**
  * topic0 of the `SwapEscrow` events (`test/evm/SwapEscrow.sol`). These signatures are a contract with
@@ -59,6 +59,35 @@ export async function deploySwapContracts(
     opts.refundDelaySecs,
   ]);
   return { permit2, escrow };
+}
+
+/**
+ * What `npm start` deploys on its EVM devnode for the swap service, in this fixed order from
+ * `deployerKey`'s account: the test USDC (`Test USD`, 10^30 units to the deployer), then
+ * SignatureTransfer and SwapEscrow ({@link deploySwapContracts}). CREATE addresses depend only on the
+ * deployer and its nonce, so on a fresh devnode with account 0 as deployer they are always
+ * account 0's contract addresses at nonces 0, 1, 2: the fallbacks `${EVM_USDC:-…}`, `${EVM_PERMIT2:-…}`,
+ * `${EVM_ESCROW:-…}` (and the Tron forms of the same) of `apps/swap/config/devnet.toml`, which
+ * devnet-addresses.test.ts holds to this function. Deploy nothing else before it, and change the
+ * order or the number of transactions only together with that config.
+ *
+ * @example
+ * const { usdc, permit2, escrow } = await deploySwapDevnet(node.rpcUrl, node.chainId,
+ *   node.accounts[0].privateKey, { refundDelaySecs: 3_600n });
+ */
+export async function deploySwapDevnet(
+  rpcUrl: string,
+  chainId: bigint,
+  deployerKey: `0x${string}`,
+  opts: { refundDelaySecs: bigint },
+): Promise<{ usdc: EvmAddress; permit2: EvmAddress; escrow: EvmAddress }> {
+  const usdc = await deployTestToken(rpcUrl, chainId, deployerKey, {
+    name: 'Test USD',
+    symbol: 'USDC',
+    supply: 10n ** 30n,
+  });
+  const { permit2, escrow } = await deploySwapContracts(rpcUrl, chainId, deployerKey, opts);
+  return { usdc, permit2, escrow };
 }
 
 /** Inputs of {@link escrowDeposit}: the signed permit's values, its owner, the witness and the signature. */

@@ -2,6 +2,7 @@ export { PERMIT2_DIGEST_PROBE, SIGNATURE_TRANSFER, SWAP_ESCROW, TEST_TOKEN } fro
 export type { EscrowDepositParams } from './escrow.ts';
 export {
   deploySwapContracts,
+  deploySwapDevnet,
   escrowClaim,
   escrowDeposit,
   escrowRefund,
