@@ -160,6 +160,9 @@ rate = "0.005"
     const report = (tx: string) => call('POST', `/intents/${id}/refund-tx`, { txHash: tx });
     const forged = await report(fakeTxHash('evm', `refund-${dialect}`));
     expect([forged.status, forged.body.details?.reason]).toEqual([422, 'not_found']);
+    // Not the escrow's Refunded event for this intent: the owner's tokens arriving by a plain transfer.
+    const plain = await report(await chains.erc20Transfer(deployer, chains.usdc, owner.address, amount));
+    expect([plain.status, plain.body.details?.reason]).toEqual([422, 'escrow_event']);
     const reused = await report(deposit);
     expect([reused.status, reused.body.type]).toEqual([409, 'TX_ALREADY_USED']);
     const done = await report(refund);

@@ -277,6 +277,19 @@ describe.each(DIALECTS)('what binds a leg to its intent, party and moment (%s)',
     });
   });
 
+  it('Solana deposit: the approved co-signed transaction, executed before the resolver accepted, proves nothing', async () => {
+    clock.set(Date.now());
+    const user = await generateKeyPairSigner();
+    await chains.sol.airdrop(user.address, 3n * 10n ** 9n);
+    const { id } = await solIntent(user, user.address);
+    const ex = (await call('GET', `/resolver/v1/intents/${id}`, undefined, RESOLVER_KEY)).body.execution;
+    const wire = Buffer.from(String(ex.signed_transaction), 'hex');
+    wire.set(await signBytes(RESOLVER_SOL_SIGNER.keyPair.privateKey, wire.subarray(1 + 64 * wire[0]!)), 1);
+    const early = await chains.solSend(wire.toString('hex'));
+    expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
+    await refused(id, 'deposit', early, 'older_than_acceptance');
+  });
+
   it('Bitcoin fulfilment: a block mined between the transaction read and the tip read does not make a payment in the acceptance block fresh', async () => {
     clock.set(Date.now());
     const user = await generateKeyPairSigner();

@@ -296,6 +296,14 @@ rate = "0.005"
     });
     await devnet.rpc('sendrawtransaction', [claim.txHex]);
     await devnet.mine(1);
+    // A transaction that does not spend this intent's HTLC output (here: B's funding, then any payment).
+    await refused(id, 'claim', b.i.htlc!.fundingTxid, '', 'TX_ALREADY_USED');
+    await refused(
+      id,
+      'claim',
+      await devnet.fund(RESOLVER_BTC.address, '0.001', { confirm: true }),
+      'not_spending_htlc',
+    );
     await ok(id, 'claim', claim.txid, 'Fulfilled');
 
     // The record carries the proof of every leg, on both surfaces.
@@ -514,6 +522,15 @@ rate = "0.005"
       sender: null,
     });
     expect(rec.settlement[2]).toMatchObject({ txHash: claim, recipient: RESOLVER_EVM.address.toLowerCase() });
+  });
+
+  it('an escrow deposit pulled before the resolver accepted proves nothing (EVM)', async () => {
+    const { i } = await permit2Intent(NET.btc, 'BTC', '250000000', btcKey().address);
+    const id = i.intentId;
+    // The execution data is visible from ApprovalAdded: the resolver pulls first, accepts after.
+    const pulledEarly = await chains.escrowDepositFromExecution(await execution(id));
+    expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
+    await refused(id, 'deposit', pulledEarly, 'older_than_acceptance');
   });
 
   it('Tron → EVM: TIP-712 Permit2 pulled by the escrow, read through the Ethereum-compatible JSON-RPC with Tron addresses', async () => {

@@ -100,7 +100,7 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'Fulfilled',
     actor: 'resolver',
     condition:
-      "before the deadline; proven on chain with the network's confirmations, mined after the acceptance, the tx settling no other leg: it pays user_dest_address at least min_dest_amount of the destination token (ERC-20 Transfer, native value, System transfer or Bitcoin outputs), sent by the resolver where the chain shows a sender",
+      'before the deadline; proven on chain with the network\'s confirmations, mined after the acceptance, the tx settling no other leg: it pays user_dest_address at least min_dest_amount of the destination token (ERC-20 Transfer, native value, System transfer or Bitcoin outputs), sent by the resolver where the chain shows a sender; on Bitcoin, which shows none, the tx carries the intent\'s commitment (OP_RETURN SHA-256("rgbx:fulfil:<id>"))',
     effects:
       'swap_metadata.fulfill_tx, fulfilled_at; the proof in settlement[]; the preimage becomes available to the accepting resolver',
   },
@@ -110,7 +110,7 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'unchanged',
     actor: 'resolver',
     condition:
-      "once (swap_tx not set); proven on chain: Bitcoin: the tx spends this intent's HTLC output through the claim leaf, revealing the preimage; EVM/Tron: the escrow's Claimed event for this intent with the preimage; Solana: refused (the co-signed deposit paid the resolver directly)",
+      "once (swap_tx not set); proven on chain, not before the deposit: Bitcoin: the tx spends this intent's HTLC output through the claim leaf, revealing the preimage; EVM/Tron: the escrow's Claimed event for this intent with the preimage; Solana: refused (the co-signed deposit paid the resolver directly)",
     effects: 'swap_metadata.swap_tx, swapped_at; the proof in settlement[]',
   },
   {
@@ -135,7 +135,7 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'Refunded',
     actor: 'user or resolver',
     condition:
-      "funds were deposited; proven on chain: Bitcoin: the tx spends this intent's HTLC output through the refund leaf; EVM/Tron: the escrow's Refunded event for this intent to the owner; Solana: System transfers of at least the source amount to the refund or source address",
+      "funds were deposited; proven on chain, not before the deposit: Bitcoin: the tx spends this intent's HTLC output through the refund leaf; EVM/Tron: the escrow's Refunded event for this intent to the owner; Solana: System transfers from the account that received the deposit (or the resolver's solana_address) to refund_address of exactly the deposited lamports, in a later slot than the deposit",
     effects:
       'swap_metadata.refunded_at (refund_requested_at filled in if it was skipped); the proof in settlement[]',
   },

@@ -188,7 +188,9 @@ export const HtlcApproval = Type.Object({
   psbt: Type.String({ description: 'Base64 PSBT funding the HTLC' }),
   inputs: Type.Array(Type.Integer(), { description: 'Input indexes the user must sign' }),
   htlcAddress: Type.String(),
-  locktime: Type.Integer({ description: 'CLTV of the refund leaf (the intent deadline)' }),
+  locktime: Type.Integer({
+    description: 'CLTV of the refund leaf: the intent deadline + swap.refund_safety_margin_secs (Unix time)',
+  }),
   resolverPubkey: Type.String(),
   userPubkey: Type.String(),
   claimScript: Type.String(),
