@@ -102,12 +102,14 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
     reply.header('cache-control', 'no-store');
     // The matched route pattern, not the raw URL: `/%77allet/…` or an absolute-form URL cannot dodge the check.
     const route = req.routeOptions.url;
-    // Decoding an invoice reads no wallet: the BTCPay plugin calls it without the identity headers.
+    // Decoding an invoice and generating keys read no wallet: the BTCPay plugin calls them without the identity
+    // headers.
     if (
       route === undefined ||
       req.method !== 'POST' ||
       !WALLET_PATH.test(route) ||
-      route === '/wallet/decodergbinvoice'
+      route === '/wallet/decodergbinvoice' ||
+      route === '/wallet/generate_keys'
     ) {
       done();
       return;

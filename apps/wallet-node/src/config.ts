@@ -114,6 +114,12 @@ export const WalletNodeConfig = Type.Object(
         ),
         /** Check at start that the indexer answers (Electrum `server.version`). */
         check_indexer_at_start: Type.Boolean({ default: true }),
+        /**
+         * Serve `POST /wallet/generate_keys` (the BTCPay plugin's setup call): a fresh mnemonic and its xpubs,
+         * generated per request and returned once (never stored or logged). Off by default: the mnemonic crosses
+         * the wire, so bind to loopback or put the node behind TLS before enabling it.
+         */
+        allow_generate_keys: Type.Boolean({ default: false }),
       },
       { additionalProperties: false },
     ),

@@ -78,6 +78,13 @@ const TABLE = {
       `this node does not issue ${schema.toUpperCase()} assets (the spec's node issues NIA only); ` +
       `the operator can enable it with [wallet] issue_schemas = ["nia", "${schema}"]`,
   },
+  GENERATE_KEYS_DISABLED: {
+    wire: [1017, 'generate_keys_disabled'],
+    status: 403,
+    message:
+      'this node does not generate keys (the mnemonic would cross the wire); the operator can enable it with ' +
+      '[wallet] allow_generate_keys = true, or generate the keys on the client (rgb-lib generate_keys)',
+  },
   CALL_TIMEOUT: {
     wire: [1016, 'timeout'],
     status: 504,

@@ -8,6 +8,7 @@ import { type Static, Type } from 'typebox';
 import { BACKUP_SCHEMAS } from './wallet-node-backup.ts';
 import { BEGIN_SCHEMAS } from './wallet-node-begins.ts';
 import { BTC_SCHEMAS } from './wallet-node-btc.ts';
+import { KEY_SCHEMAS } from './wallet-node-keys.ts';
 
 // Request defaults are applied by the service, never by the schema: a schema default would fill the
 // snake_case field before the handler sees a legacy camelCase spelling, silently overriding it.
@@ -15,6 +16,7 @@ import { BTC_SCHEMAS } from './wallet-node-btc.ts';
 export * from './wallet-node-backup.ts';
 export * from './wallet-node-begins.ts';
 export * from './wallet-node-btc.ts';
+export * from './wallet-node-keys.ts';
 export type { Static };
 
 export const U64 = Type.Union(
@@ -392,7 +394,7 @@ export const VersionInfo = Type.Object(
 export const WalletErrorEnvelope = Type.Object(
   {
     error: Type.Object({
-      code: Type.Integer({ description: '500, 1000–1013: see the README error table' }),
+      code: Type.Integer({ description: '500, 1000–1017: see the README error table' }),
       status: Type.String(),
       message: Type.String(),
       details: Type.Record(Type.String(), Type.Unknown()),
@@ -406,6 +408,7 @@ export const WALLET_NODE_SCHEMAS = [
   ...BTC_SCHEMAS,
   ...BACKUP_SCHEMAS,
   ...BEGIN_SCHEMAS,
+  ...KEY_SCHEMAS,
   AssetIdRequest,
   FailTransfersRequest,
   CreateUtxosBeginRequest,

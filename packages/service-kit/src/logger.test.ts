@@ -32,11 +32,15 @@ describe('createLogger', () => {
         user: { password: 'p4ss', name: 'n' },
         cfg: { secret: 's3', token: 't0k' },
         token: 'top',
+        keys: { mnemonic: 'abandon ability able', xpub: 'tpubX' },
+        mnemonic: 'about above absent',
       },
       'x',
     );
     const text = JSON.stringify(lines[0]);
-    for (const s of ['Bearer abc', 'k-123', 'p4ss', 's3', 't0k', 'top']) expect(text).not.toContain(s);
+    for (const s of ['Bearer abc', 'k-123', 'p4ss', 's3', 't0k', 'top', 'abandon ability', 'about above'])
+      expect(text).not.toContain(s);
+    expect(lines[0]).toMatchObject({ keys: { xpub: 'tpubX' } });
     expect(lines[0]).toMatchObject({ req: { headers: { host: 'h' } }, user: { name: 'n' } });
   });
 });

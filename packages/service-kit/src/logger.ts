@@ -14,6 +14,9 @@ export const REDACT_PATHS: readonly string[] = [
   '*.password',
   '*.secret',
   '*.token',
+  // A wallet node may hand out a fresh mnemonic (generate_keys): it never reaches a log line, even by mistake.
+  'mnemonic',
+  '*.mnemonic',
 ];
 
 export interface CreateLoggerOptions {

@@ -3,6 +3,7 @@ import { registerBackupRoutes } from './backup.ts';
 import { registerBeginRoutes } from './begins.ts';
 import { registerBtcRoutes } from './btc.ts';
 import { registerIssueRoutes } from './issue.ts';
+import { registerKeyRoutes } from './keys.ts';
 import type { RouteDeps } from './kit.ts';
 import { registerWalletRoutes } from './wallet.ts';
 
@@ -15,4 +16,5 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
   registerIssueRoutes(app, deps);
   registerBackupRoutes(app, deps);
   registerBeginRoutes(app, deps);
+  registerKeyRoutes(app, deps);
 }

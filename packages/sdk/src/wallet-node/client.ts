@@ -18,6 +18,7 @@ import type {
   BlindReceiveRequestT,
   CreateUtxosBeginRequestT,
   FailTransfersRequestT,
+  GenerateKeysResponseT,
   InvoiceDataT,
   IssueAssetIfaRequestT,
   PendingBeginT,
@@ -97,6 +98,19 @@ function parse(text: string): unknown {
 }
 
 export class WalletNodeClient {
+  /**
+   * `POST /wallet/generate_keys`: a fresh mnemonic and its xpubs generated **by the node** (the BTCPay plugin's
+   * setup call; the node answers 403/1017 unless its operator set `wallet.allow_generate_keys`). The mnemonic
+   * crosses the wire: prefer generating keys on the client (`generateKeys` of `@rgbx/rgb`, or any BIP-32 tooling).
+   * Needs no wallet, so it is static.
+   */
+  static async generateKeys(baseUrl: string): Promise<GenerateKeysResponseT> {
+    const res = await fetch(`${baseUrl.replace(/\/$/, '')}/wallet/generate_keys`, { method: 'POST' });
+    const text = await res.text();
+    if (!res.ok) throw new WalletNodeError(res.status, text);
+    return JSON.parse(text) as GenerateKeysResponseT;
+  }
+
   readonly baseUrl: string;
   readonly #headers: Record<string, string>;
 
