@@ -6,7 +6,8 @@
  * network's verifier) — next to the raw RPC round trip of the verifier's first read of the same
  * transaction, done directly against the same node in the same run:
  * - Bitcoin: Electrum `blockchain.transaction.get` verbose (one request on a kept-open TCP connection);
- *   the verifier adds `blockchain.headers.subscribe`;
+ *   the verifier adds `blockchain.headers.subscribe` and `blockchain.block.header` (the block's own
+ *   height: the header at tip − confirmations + 1 must hash to the transaction's block hash);
  * - EVM: `eth_getTransactionReceipt` over HTTP (fetch); the verifier adds `eth_blockNumber` and
  *   `eth_getBlockByNumber`;
  * - Solana: `getTransaction` (base64) over HTTP; the verifier adds `getSignatureStatuses`.
@@ -71,6 +72,7 @@ const { deploySwapContracts, deployTestToken, escrowDeposit, TEST_TOKEN } = awai
   '../packages/devnet/dist/evm-devnode/index.js'
 );
 const { startDevnet } = await import('../packages/devnet/dist/index.js');
+const { fulfilCommitment } = await import('../packages/chains/dist/btc/index.js');
 const { ElectrumConnection } = await import('../packages/chains/dist/btc/index.js');
 const { jsonRpcTransport } = await import('../packages/chains/dist/evm/transport.js');
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
@@ -436,7 +438,9 @@ try {
     {
       const dest = btcAddress();
       const { id, min } = await evmSourceIntent(svc, NET.btc, 'BTC', dest, '250000000');
-      const tx = await devnet.fund(dest, sats(min), { confirm: true });
+      // A Bitcoin fulfilment carries the intent's commitment (OP_RETURN), as the verifier requires.
+      const data = fulfilCommitment(id).toString('hex');
+      const tx = await devnet.fund(dest, sats(min), { confirm: true, data });
       out.bitcoin = { id, tx, min };
     }
     {
@@ -481,12 +485,18 @@ try {
   const raw = {
     bitcoin: {
       first_read: 'blockchain.transaction.get (verbose)',
-      verifier_reads: ['blockchain.transaction.get (verbose)', 'blockchain.headers.subscribe'],
+      verifier_reads: [
+        'blockchain.transaction.get (verbose)',
+        'blockchain.headers.subscribe',
+        'blockchain.block.header',
+      ],
       first: async () =>
         mustHave((await electrum.request('blockchain.transaction.get', [btcTx, true])).hex, 'tx'),
       all: async () => {
-        mustHave((await electrum.request('blockchain.transaction.get', [btcTx, true])).hex, 'tx');
-        mustHave((await electrum.request('blockchain.headers.subscribe')).height, 'tip');
+        const t = await electrum.request('blockchain.transaction.get', [btcTx, true]);
+        mustHave(t.hex, 'tx');
+        const tip = mustHave((await electrum.request('blockchain.headers.subscribe')).height, 'tip');
+        mustHave(await electrum.request('blockchain.block.header', [tip - t.confirmations + 1]), 'header');
       },
     },
     evm: {
