@@ -15,8 +15,9 @@ commands:
   status [--dir D] [--json]
                       print the endpoints {"bitcoind":{…},"electrum":"tcp://…","proxy":"rpc://…"}
   mine N [--dir D]    mine N blocks to the miner wallet
-  fund ADDRESS BTC [--dir D] [--no-mine]
-                      send BTC (decimal) from the miner wallet, then mine 1 block unless --no-mine
+  fund ADDRESS BTC [--dir D] [--no-mine] [--data HEX]
+                      send BTC (decimal) from the miner wallet, then mine 1 block unless --no-mine;
+                      --data adds an OP_RETURN output (e.g. a swap fulfilment's commitment)
   start [--dir D]     like up, in the foreground: prints the endpoints and stops everything on Ctrl-C
 
 The directory defaults to $RGBX_DEVNET_DIR or <repo>/.devnet.`;
@@ -48,6 +49,7 @@ async function main(argv: string[]): Promise<void> {
         json: { type: 'boolean', default: false },
         purge: { type: 'boolean', default: false },
         'no-mine': { type: 'boolean', default: false },
+        data: { type: 'string' },
         'rpc-port': { type: 'string' },
         'electrum-port': { type: 'string' },
         'proxy-port': { type: 'string' },
@@ -127,7 +129,12 @@ async function main(argv: string[]): Promise<void> {
       const [address, btc] = rest;
       if (!address || !btc) fail('fund: expected ADDRESS and BTC');
       const d = openDevnet(dir) ?? fail(`not running in ${dir}; run "devnet up" first`);
-      const txid = await d.fund(address, btc, { confirm: !v['no-mine'] });
+      const data = v.data as string | undefined;
+      const txid = await d.fund(address, btc, {
+        confirm: !v['no-mine'],
+        // The resolver API's fulfil_commitment is the whole script: bitcoind adds OP_RETURN and the push.
+        ...(data === undefined ? {} : { data: /^6a20[0-9a-f]{64}$/i.test(data) ? data.slice(4) : data }),
+      });
       console.info(JSON.stringify({ txid, confirmed: !v['no-mine'] }));
       return;
     }
