@@ -9,6 +9,7 @@ import { BACKUP_SCHEMAS } from './wallet-node-backup.ts';
 import { BEGIN_SCHEMAS } from './wallet-node-begins.ts';
 import { BTC_SCHEMAS } from './wallet-node-btc.ts';
 import { KEY_SCHEMAS } from './wallet-node-keys.ts';
+import { type InvoiceData, RECORD_SCHEMAS, type RgbLibInvoiceData } from './wallet-node-records.ts';
 
 // Request defaults are applied by the service, never by the schema: a schema default would fill the
 // snake_case field before the handler sees a legacy camelCase spelling, silently overriding it.
@@ -17,6 +18,7 @@ export * from './wallet-node-backup.ts';
 export * from './wallet-node-begins.ts';
 export * from './wallet-node-btc.ts';
 export * from './wallet-node-keys.ts';
+export * from './wallet-node-records.ts';
 export type { Static };
 
 export const U64 = Type.Union(
@@ -284,109 +286,6 @@ export const SendResult = Type.Object(
   { txid: Type.String(), batch_transfer_idx: Type.Integer() },
   { $id: 'SendResult' },
 );
-const Assignment = Type.Unknown({
-  description: 'externally tagged: "Any", "NonFungible", {"Fungible": u64}, {"InflationRight": u64}',
-});
-export const Unspent = Type.Object(
-  {
-    utxo: Type.Object(
-      {
-        outpoint: Type.Object({ txid: Type.String(), vout: Type.Integer() }),
-        btc_amount: U64Out,
-        colorable: Type.Boolean(),
-        exists: Type.Boolean(),
-      },
-      { additionalProperties: true },
-    ),
-    rgb_allocations: Type.Array(
-      Type.Object(
-        { asset_id: Nullable(Type.String()), assignment: Assignment, settled: Type.Boolean() },
-        { additionalProperties: true },
-      ),
-    ),
-    pending_blinded: Type.Optional(Type.Integer()),
-  },
-  { $id: 'Unspent', additionalProperties: true },
-);
-export const Transaction = Type.Object(
-  {
-    transaction_type: Type.Union(
-      ['RgbSend', 'Drain', 'CreateUtxos', 'User', 'Incoming'].map((t) => Type.Literal(t)),
-      { description: 'rgb-lib 0.3: RgbSend, Drain, CreateUtxos, User (a BTC send) or Incoming' },
-    ),
-    txid: Type.String(),
-    received: U64Out,
-    sent: U64Out,
-    fee: U64Out,
-    confirmation_time: Nullable(Type.Object({ height: Type.Integer(), timestamp: Type.Integer() })),
-  },
-  { $id: 'Transaction', additionalProperties: true },
-);
-/** decodergbinvoice: rgb-lib's `invoice_data` of an RGB invoice. */
-export const InvoiceData = Type.Object(
-  {
-    recipient_id: Type.String({ description: 'blinded UTXO (`utxob:…`) or witness script (`wvout:…`)' }),
-    asset_schema: Nullable(
-      Type.Union([Type.Literal('Nia'), Type.Literal('Uda'), Type.Literal('Cfa'), Type.Literal('Ifa')]),
-    ),
-    asset_id: Nullable(Type.String()),
-    assignment: Assignment,
-    assignment_name: Type.Optional(Nullable(Type.String())),
-    network: Type.String({ description: 'Mainnet, Testnet, Testnet4, Signet, SignetCustom or Regtest' }),
-    expiration_timestamp: Nullable(Type.Integer({ description: 'unix seconds' })),
-    transport_endpoints: Type.Array(Type.String()),
-  },
-  { $id: 'InvoiceData', additionalProperties: true },
-);
-
-const TransferStatus = Type.Union([
-  Type.Literal('Initiated'),
-  Type.Literal('WaitingCounterparty'),
-  Type.Literal('WaitingSafeHeight'),
-  Type.Literal('WaitingBroadcast'),
-  Type.Literal('WaitingConfirmations'),
-  Type.Literal('Settled'),
-  Type.Literal('Failed'),
-]);
-const TransferKind = Type.Union([
-  Type.Literal('Issuance'),
-  Type.Literal('ReceiveBlind'),
-  Type.Literal('ReceiveWitness'),
-  Type.Literal('Send'),
-  Type.Literal('Inflation'),
-  Type.Literal('Burn'),
-]);
-
-export const Transfer = Type.Object(
-  {
-    idx: Type.Integer(),
-    batch_transfer_idx: Type.Integer(),
-    created_at: Type.Integer(),
-    updated_at: Type.Integer(),
-    status: TransferStatus,
-    requested_assignment: Type.Optional(Nullable(Assignment)),
-    assignments: Type.Array(Assignment),
-    kind: TransferKind,
-    txid: Nullable(Type.String()),
-    recipient_id: Nullable(Type.String()),
-    receive_utxo: Type.Optional(Nullable(Type.Object({ txid: Type.String(), vout: Type.Integer() }))),
-    change_utxo: Type.Optional(Nullable(Type.Object({ txid: Type.String(), vout: Type.Integer() }))),
-    expiration_timestamp: Type.Optional(Nullable(Type.Integer())),
-    transport_endpoints: Type.Array(
-      Type.Object({
-        endpoint: Type.String(),
-        transport_type: Type.Union([Type.Literal('JsonRpc')]),
-        used: Type.Boolean(),
-      }),
-    ),
-    invoice_string: Type.Optional(Nullable(Type.String())),
-    consignment_path: Type.Optional(Nullable(Type.String())),
-    psbt_path: Type.Optional(
-      Nullable(Type.String({ description: 'spec-era field; rgb-lib 0.3 does not report it (absent)' })),
-    ),
-  },
-  { $id: 'Transfer', additionalProperties: true },
-);
 export const VersionInfo = Type.Object(
   { app: Type.String(), version: Type.String(), build: Type.String(), commit: Type.String() },
   { $id: 'VersionInfo' },
@@ -408,6 +307,7 @@ export const WALLET_NODE_SCHEMAS = [
   ...BTC_SCHEMAS,
   ...BACKUP_SCHEMAS,
   ...BEGIN_SCHEMAS,
+  ...RECORD_SCHEMAS,
   ...KEY_SCHEMAS,
   AssetIdRequest,
   FailTransfersRequest,
@@ -420,7 +320,6 @@ export const WALLET_NODE_SCHEMAS = [
   SendBeginRequest,
   InvoiceRequest,
   FeeEstimationRequest,
-  InvoiceData,
   Balance,
   BtcBalance,
   RegisterResponse,
@@ -429,9 +328,6 @@ export const WALLET_NODE_SCHEMAS = [
   Assets,
   ReceiveData,
   SendResult,
-  Unspent,
-  Transaction,
-  Transfer,
   VersionInfo,
   WalletErrorEnvelope,
 ] as const;
@@ -449,6 +345,7 @@ export type SendBeginRequestT =
   | Static<typeof SendBeginInvoiceForm>;
 export type SendBeginInvoiceFormT = Static<typeof SendBeginInvoiceForm>;
 export type InvoiceDataT = Static<typeof InvoiceData>;
+export type RgbLibInvoiceDataT = Static<typeof RgbLibInvoiceData>;
 export type CreateUtxosBeginRequestT = Static<typeof CreateUtxosBeginRequest>;
 export type FailTransfersRequestT = Static<typeof FailTransfersRequest>;
 export type WalletErrorEnvelopeT = Static<typeof WalletErrorEnvelope>;

@@ -116,6 +116,8 @@ export interface WalletRouteOptions {
   description?: string;
   /** Body schema; absent = the route takes no body and ignores any (bodyless). */
   body?: unknown;
+  /** Query string schema (e.g. `RecordFormatQuery`); absent = none documented. */
+  querystring?: unknown;
   response: unknown;
   /** The call needs the indexer (goes online first). */
   online: boolean;
@@ -165,6 +167,7 @@ export function routeKit(app: ServiceApp, deps: RouteDeps) {
         tags: ['wallet'],
         headers: WalletHeaders,
         ...(body ? { body: body as never } : {}),
+        ...(o.querystring ? { querystring: o.querystring as never } : {}),
         ...(o.consumes ? { consumes: o.consumes } : {}),
         ...(o.deprecated ? { deprecated: true } : {}),
         response: { 200: o.response as never, ...errorResponses },
@@ -184,12 +187,16 @@ export function routeKit(app: ServiceApp, deps: RouteDeps) {
       const ctx = registry.resolve(req.walletIdentity, { create: o.createsWallet === true });
       const body = (o.body === undefined ? {} : (req.body ?? {})) as B;
       o.precondition?.();
+      // Marked on disk before the call is queued, so a transfer it starts is refreshed after a restart too.
+      if (o.movesTransfers) registry.beginMove(ctx);
       try {
         const value = await handler(ctx, body, req);
-        if (o.movesTransfers) registry.transfersChanged(ctx);
         return wrap(reply, value);
       } catch (err) {
         throw mapRgbError(err);
+      } finally {
+        // Answered or failed (a failed sendend may still have moved something): looked at again.
+        if (o.movesTransfers) registry.endMove(ctx);
       }
     });
   }

@@ -4,6 +4,14 @@ import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
 import { forgetSignedBegin, psbtTxid, recordBegin } from '../begins.ts';
 import { toU64 } from '../json.ts';
+import {
+  fieldInvoiceData,
+  fieldTransaction,
+  fieldTransfer,
+  fieldUnspent,
+  recordReply,
+  rgbLibTransfer,
+} from '../records.ts';
 import { decodeInvoice, invoiceForm, recipientMapForm } from '../send-forms.ts';
 import { listAllTransfers } from '../transfers.ts';
 import type { WalletContext } from '../wallets.ts';
@@ -70,26 +78,40 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
     },
     (_ctx, w, b) => w.getAssetBalance(requireField(pick(b.asset_id, b.assetId), 'asset_id')),
   );
+  const formatQuery = Type.Ref('RecordFormatQuery');
+  const eitherFormat = (field: string, rgbLib: string) =>
+    Type.Union([Type.Array(Type.Ref(field)), Type.Array(Type.Ref(rgbLib))], {
+      description: `${field}[] (default) or, with ?format=rgb-lib, ${rgbLib}[]`,
+    });
   walletRoute(
     '/wallet/listunspents',
     {
       summary: 'UTXOs with their RGB allocations (syncs)',
-      response: Type.Array(Type.Ref('Unspent')),
+      querystring: formatQuery,
+      response: eitherFormat('Unspent', 'RgbLibUnspent'),
       online: true,
     },
     (_ctx, w) => w.listUnspents(false, false),
+    recordReply(fieldUnspent),
   );
   walletRoute(
     '/wallet/listtransactions',
-    { summary: 'Bitcoin transactions (syncs)', response: Type.Array(Type.Ref('Transaction')), online: true },
+    {
+      summary: 'Bitcoin transactions (syncs)',
+      querystring: formatQuery,
+      response: eitherFormat('Transaction', 'RgbLibTransaction'),
+      online: true,
+    },
     (_ctx, w) => w.listTransactions(false),
+    recordReply(fieldTransaction),
   );
   walletRoute<C.Static<typeof C.AssetIdRequest>>(
     '/wallet/listtransfers',
     {
       summary: 'Transfers of one RGB asset, or of all assets when asset_id is absent (no body)',
       body: C.AssetIdRequest,
-      response: Type.Array(Type.Ref('Transfer')),
+      querystring: formatQuery,
+      response: eitherFormat('Transfer', 'RgbLibTransfer'),
       online: false,
     },
     async (_ctx, w, b) => {
@@ -97,6 +119,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       if (assetId !== undefined) return w.listTransfers(assetId);
       return listAllTransfers(w);
     },
+    recordReply(fieldTransfer, rgbLibTransfer),
   );
   walletRoute<C.Static<typeof C.FailTransfersRequest>>(
     '/wallet/failtransfers',
@@ -280,8 +303,11 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
           'Decode an RGB invoice (rgb-lib invoice_data); reads no wallet, so the identity headers are optional',
         tags: ['wallet'],
         body: Type.Ref('InvoiceRequest'),
+        querystring: Type.Ref('RecordFormatQuery'),
         response: {
-          200: Type.Ref('InvoiceData'),
+          200: Type.Union([Type.Ref('InvoiceData'), Type.Ref('RgbLibInvoiceData')], {
+            description: 'InvoiceData (default) or, with ?format=rgb-lib, RgbLibInvoiceData',
+          }),
           400: errorResponses[400],
           422: errorResponses[422],
           500: errorResponses[500],
@@ -290,7 +316,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
     },
     async (req, reply) => {
       const b = req.body as C.Static<typeof C.InvoiceRequest>;
-      return send(reply, await decodeInvoice(b.invoice, registry.statelessHost()));
+      return recordReply(fieldInvoiceData)(reply, await decodeInvoice(b.invoice, registry.statelessHost()));
     },
   );
   walletRoute(

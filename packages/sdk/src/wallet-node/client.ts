@@ -19,9 +19,9 @@ import type {
   CreateUtxosBeginRequestT,
   FailTransfersRequestT,
   GenerateKeysResponseT,
-  InvoiceDataT,
   IssueAssetIfaRequestT,
   PendingBeginT,
+  RgbLibInvoiceDataT,
   SendBeginRequestT,
   SendBtcBeginRequestT,
   VersionInfoT,
@@ -48,10 +48,13 @@ export type Balance = C.Static<typeof C.Balance>;
 export type BtcBalance = C.Static<typeof C.BtcBalance, Refs>;
 export type AssetNia = C.Static<typeof C.AssetNia, Refs>;
 export type ReceiveData = C.Static<typeof C.ReceiveData>;
-/** A transfer as rgb-lib reports it (fields a newer rgb-lib adds come along). */
-export type Transfer = C.Static<typeof C.Transfer> & Record<string, unknown>;
-export type Unspent = C.Static<typeof C.Unspent> & Record<string, unknown>;
-export type Transaction = C.Static<typeof C.Transaction>;
+/**
+ * A transfer as rgb-lib reports it (fields a newer rgb-lib adds come along): the SDK asks for rgb-lib's names
+ * (`?format=rgb-lib`); the node's default is the field's format (integer enums, flat amounts).
+ */
+export type Transfer = C.Static<typeof C.RgbLibTransfer> & Record<string, unknown>;
+export type Unspent = C.Static<typeof C.RgbLibUnspent> & Record<string, unknown>;
+export type Transaction = C.Static<typeof C.RgbLibTransaction>;
 
 /** An error answered by the wallet node (its `{error:{code,status,message,details}}` envelope, or the 401 text). */
 export class WalletNodeError extends Error {
@@ -158,14 +161,17 @@ export class WalletNodeClient {
     return this.#post('/wallet/assetbalance', { asset_id: assetId });
   }
   listUnspents(): Promise<Unspent[]> {
-    return this.#post('/wallet/listunspents');
+    return this.#post('/wallet/listunspents?format=rgb-lib');
   }
   listTransactions(): Promise<Transaction[]> {
-    return this.#post('/wallet/listtransactions');
+    return this.#post('/wallet/listtransactions?format=rgb-lib');
   }
   /** Transfers of one asset, or of every asset (and asset-less receives) when `assetId` is omitted. */
   listTransfers(assetId?: string): Promise<Transfer[]> {
-    return this.#post('/wallet/listtransfers', assetId === undefined ? undefined : { asset_id: assetId });
+    return this.#post(
+      '/wallet/listtransfers?format=rgb-lib',
+      assetId === undefined ? undefined : { asset_id: assetId },
+    );
   }
   failTransfers(req: FailTransfersRequestT = {}): Promise<boolean> {
     return this.#post('/wallet/failtransfers', req);
@@ -198,8 +204,8 @@ export class WalletNodeClient {
     return this.#post('/wallet/witnessreceive', req);
   }
   /** Decodes an RGB invoice (no wallet is read). */
-  decodeRgbInvoice(invoice: string): Promise<InvoiceDataT> {
-    return this.#post('/wallet/decodergbinvoice', { invoice });
+  decodeRgbInvoice(invoice: string): Promise<RgbLibInvoiceDataT> {
+    return this.#post('/wallet/decodergbinvoice?format=rgb-lib', { invoice });
   }
   /** Syncs both keychains with the indexer. */
   sync(): Promise<null> {
