@@ -12,6 +12,7 @@ import { pendingBegins, releaseBegin, syncSendRecords } from './begins.ts';
 import { NETWORKS, type WalletNodeConfig } from './config.ts';
 import { E } from './errors.ts';
 import type { WalletIdentity } from './identity.ts';
+import { InFlightIndex } from './in-flight.ts';
 import type { Priority, Slot, WorkerPool } from './pool.ts';
 import { listAllTransfers } from './transfers.ts';
 
@@ -51,6 +52,17 @@ export interface WalletContext {
   /** Earliest time (ms) of the next background refresh, and the current back-off delay. */
   nextRefreshAt: number;
   refreshDelayMs: number;
+  /**
+   * Opened by the background refresh only (a wallet with transfers in flight on disk, see in-flight.ts), with no
+   * client call since: closed again after each of its refreshes, so idle wallets never pile up open.
+   */
+  backgroundOnly?: boolean;
+}
+
+/** When a wallet that is not open is refreshed next, and its back-off delay (see `#refreshClosed`). */
+interface ClosedSchedule {
+  at: number;
+  delayMs: number;
 }
 
 /**
@@ -89,11 +101,23 @@ export class WalletRegistry {
   readonly #slotOf = new Map<string, Slot>();
   readonly #deadlines: Partial<Record<WalletFunction, number>>;
   readonly #timers: NodeJS.Timeout[] = [];
+  /** Wallets that may have transfers in flight, on disk (survives restarts). */
+  readonly #inFlight: InFlightIndex;
+  /** Calls that can start or move a transfer, accepted and not finished, per wallet: no unmarking meanwhile. */
+  readonly #moving = new Map<string, number>();
+  /** Background refreshes of wallets that were not open (bounded: at most one per base child at a time). */
+  readonly #closedRefreshing = new Set<string>();
+  readonly #closedSchedule = new Map<string, ClosedSchedule>();
+  /** Wallets whose goOnline ran its consistency check in this process: a background reopen may skip it. */
+  readonly #checkedOnline = new Set<string>();
+  /** Marked wallets the background refresh cannot open (manifest unreadable, other network): logged once. */
+  readonly #unopenable = new Set<string>();
 
   constructor(cfg: WalletNodeConfig['wallet'], pool: WorkerPool, log: Logger) {
     this.#cfg = cfg;
     this.#pool = pool;
     this.#log = log;
+    this.#inFlight = InFlightIndex.open(cfg.data_dir);
     // Calls that talk to RGB proxies (a recipient's transport endpoint may accept and never answer) get a
     // shorter deadline than a full sync; past it the child is killed and the call answers 504.
     const transportMs = cfg.transport_call_timeout_secs * 1000;
@@ -221,7 +245,10 @@ export class WalletRegistry {
     // A call accepted on a context dropped meanwhile continues on a new one (its wallet was allowed then).
     const first = ctx0.dropped ? this.resolve(ctx0.id, { create: true }) : ctx0;
     // Only client calls count as use: background refreshes must not keep a wallet from going idle.
-    if (foreground) first.lastUsed = Date.now();
+    if (foreground) {
+      first.lastUsed = Date.now();
+      first.backgroundOnly = false;
+    }
     this.#isolate(first);
     return first.slot.run(
       priority,
@@ -333,6 +360,7 @@ export class WalletRegistry {
         vanillaSyncLookback: 20,
       });
       ctx.online = true;
+      this.#checkedOnline.add(ctx.id.fingerprint);
     }
     return ctx.wallet;
   }
@@ -411,31 +439,157 @@ export class WalletRegistry {
   }
 
   /**
+   * A call that can start or move a transfer was accepted: the wallet is marked on disk (before the call is queued,
+   * so a crash at any point after leaves the mark) and cannot be unmarked until {@link endMove}.
+   */
+  beginMove(ctx: WalletContext): void {
+    const fp = ctx.id.fingerprint;
+    this.#moving.set(fp, (this.#moving.get(fp) ?? 0) + 1);
+    this.#inFlight.mark(fp);
+  }
+
+  /** The call of {@link beginMove} ended (answered or failed): the background refresh looks at the wallet again. */
+  endMove(ctx: WalletContext): void {
+    const fp = ctx.id.fingerprint;
+    const n = (this.#moving.get(fp) ?? 1) - 1;
+    if (n > 0) this.#moving.set(fp, n);
+    else this.#moving.delete(fp);
+    this.transfersChanged(ctx);
+  }
+
+  /** A wallet that arrived with history (a restored backup): marked, so the background refresh looks at it once. */
+  markInFlight(ctx: WalletContext): void {
+    this.#inFlight.mark(ctx.id.fingerprint);
+    this.transfersChanged(ctx);
+  }
+
+  /** Wallets marked on disk as possibly having transfers in flight (for logs and tests). */
+  get inFlightMarked(): number {
+    return this.#inFlight.size;
+  }
+
+  /**
    * Background refresh (the reference refreshes every wallet every 10 s; we refresh only wallets with transfers
    * in flight): at most one queued per wallet, at background priority (behind every client call in its child),
-   * and backing off (×2 up to 3 × the interval) while a refresh changes nothing.
+   * and backing off (×2 up to 3 × the interval) while a refresh changes nothing. Open wallets are refreshed here;
+   * wallets marked on disk but not open (after a restart, or closed when idle) by `#refreshClosed`.
    */
   #refreshTick(baseMs: number): void {
     const now = Date.now();
     for (const ctx of this.#contexts.values()) {
-      // Open wallets only (a client used them in this process); refresh goes online itself if needed.
-      if (!ctx.wallet || ctx.refreshPending || ctx.inFlight === false || now < ctx.nextRefreshAt) continue;
+      if (!ctx.wallet) continue; // not open: #refreshClosed, if it is marked
+      if (ctx.inFlight === false) {
+        // Known to have nothing in flight (a mark left by a call that did not move anything): unmark.
+        this.#unmarkIfIdle(ctx);
+        continue;
+      }
+      if (ctx.refreshPending || now < ctx.nextRefreshAt) continue;
       ctx.refreshPending = true;
-      this.use(ctx, { online: true, priority: 'background', transport: true }, async (w) => {
-        const updated = await w.refresh(null, [], false);
-        const transfers = await listAllTransfers(w);
-        ctx.inFlight = transfers.some((tr) => !FINAL_STATUSES.has(tr.status));
-        const changed = Object.values(updated).some((u) => u.updatedStatus != null || u.failure != null);
-        ctx.refreshDelayMs = changed ? baseMs : Math.min(ctx.refreshDelayMs * 2, baseMs * MAX_BACKOFF);
-        ctx.nextRefreshAt = Date.now() + ctx.refreshDelayMs;
-      })
-        .catch((err: Error) => {
-          ctx.refreshDelayMs = Math.min(ctx.refreshDelayMs * 2, baseMs * MAX_BACKOFF);
-          ctx.nextRefreshAt = Date.now() + ctx.refreshDelayMs;
-          this.#log.warn({ wallet: ctx.id.fingerprint, err: err.message }, 'background refresh failed');
+      void this.#refreshOnce(ctx, baseMs).finally(() => {
+        ctx.refreshPending = false;
+      });
+    }
+    this.#refreshClosed(baseMs, now);
+  }
+
+  /**
+   * One background refresh of an open (or opening) wallet: rgb-lib's `refresh`, then whether anything is still in
+   * flight. Never rejects (a failure is logged and backs off).
+   */
+  #refreshOnce(ctx: WalletContext, baseMs: number): Promise<void> {
+    return this.use(ctx, { online: true, priority: 'background', transport: true }, async (w) => {
+      const updated = await w.refresh(null, [], false);
+      const transfers = await listAllTransfers(w);
+      ctx.inFlight = transfers.some((tr) => !FINAL_STATUSES.has(tr.status));
+      const moved = Object.entries(updated).filter(([, u]) => u.updatedStatus != null || u.failure != null);
+      if (moved.length > 0) {
+        this.#log.info(
+          {
+            wallet: ctx.id.fingerprint,
+            transfers: Object.fromEntries(
+              moved.map(([idx, u]) => [idx, u.updatedStatus ?? (u.failure == null ? null : 'Failed')]),
+            ),
+          },
+          'background refresh moved transfers',
+        );
+      }
+      ctx.refreshDelayMs = moved.length > 0 ? baseMs : Math.min(ctx.refreshDelayMs * 2, baseMs * MAX_BACKOFF);
+      ctx.nextRefreshAt = Date.now() + ctx.refreshDelayMs;
+      // Still in queue order: no call of this wallet runs now, so none can start a transfer unseen.
+      if (ctx.inFlight) this.#inFlight.mark(ctx.id.fingerprint);
+      else this.#unmarkIfIdle(ctx);
+    }).catch((err: Error) => {
+      ctx.refreshDelayMs = Math.min(ctx.refreshDelayMs * 2, baseMs * MAX_BACKOFF);
+      ctx.nextRefreshAt = Date.now() + ctx.refreshDelayMs;
+      this.#log.warn({ wallet: ctx.id.fingerprint, err: err.message }, 'background refresh failed');
+    });
+  }
+
+  /** Unmarks a wallet with nothing in flight, unless a call that can start a transfer is accepted for it. */
+  #unmarkIfIdle(ctx: WalletContext): void {
+    const fp = ctx.id.fingerprint;
+    if ((this.#moving.get(fp) ?? 0) > 0) return;
+    if (this.#inFlight.clear(fp)) this.#log.info({ wallet: fp }, 'background refresh: no transfer in flight');
+  }
+
+  /**
+   * Wallets marked on disk as having transfers in flight but not open (after a restart nothing is open; an idle
+   * wallet is closed after `idle_timeout_secs`): opened in the background, at most one per base child at a time
+   * (so a node with thousands of marked wallets never opens them all at once), refreshed like the open ones, and
+   * closed again unless a client used them meanwhile. Each keeps its own back-off between these refreshes.
+   */
+  #refreshClosed(baseMs: number, now: number): void {
+    const limit = this.#pool.baseSize;
+    if (this.#closedRefreshing.size >= limit) return;
+    for (const fp of this.#inFlight.list()) {
+      if (this.#closedRefreshing.size >= limit) return;
+      if (this.#closedRefreshing.has(fp) || this.#unopenable.has(fp)) continue;
+      const live = this.#contexts.get(fp);
+      if (live?.wallet || live?.refreshPending) continue; // open: #refreshTick's
+      const due = this.#closedSchedule.get(fp);
+      if (due && now < due.at) continue;
+      let ctx = live;
+      if (!ctx) {
+        const m = readManifest(this.#inFlight.walletDir(fp));
+        if (!m?.account_xpub_vanilla || !m.account_xpub_colored) {
+          this.#unopenable.add(fp);
+          this.#log.warn({ wallet: fp }, 'background refresh: marked wallet has no readable manifest');
+          continue;
+        }
+        try {
+          ctx = this.resolve({
+            fingerprint: fp,
+            xpubVanilla: m.account_xpub_vanilla,
+            xpubColored: m.account_xpub_colored,
+          });
+        } catch (err) {
+          this.#unopenable.add(fp);
+          this.#log.warn(
+            { wallet: fp, err: (err as Error).message },
+            'background refresh cannot open wallet',
+          );
+          continue;
+        }
+        ctx.backgroundOnly = true;
+        // Already checked once by this process and closed cleanly since: nothing else touched it.
+        if (this.#checkedOnline.has(fp)) ctx.skipConsistencyOnce = true;
+      }
+      const c = ctx;
+      c.refreshDelayMs = due?.delayMs ?? baseMs;
+      this.#closedRefreshing.add(fp);
+      c.refreshPending = true;
+      this.#refreshOnce(c, baseMs)
+        .then(async () => {
+          if (c.inFlight !== false)
+            this.#closedSchedule.set(fp, { at: c.nextRefreshAt, delayMs: c.refreshDelayMs });
+          else this.#closedSchedule.delete(fp);
+          // Opened for this refresh only: closed again, so marked wallets never pile up open.
+          if (c.backgroundOnly && !c.dropped) await this.drop(c, 'background');
         })
+        .catch((err: Error) => this.#log.warn({ wallet: fp, err: err.message }, 'background close failed'))
         .finally(() => {
-          ctx.refreshPending = false;
+          c.refreshPending = false;
+          this.#closedRefreshing.delete(fp);
         });
     }
   }

@@ -289,6 +289,8 @@ export function registerBackupRoutes(app: ServiceApp, deps: RouteDeps): void {
         if (made && !ctx.wallet) await registry.drop(ctx).catch(() => {});
         throw err;
       }
+      // Its transfers may be in flight: the background refresh looks at it (also after a restart).
+      registry.markInFlight(ctx);
       req.log.info({ wallet: fp }, 'wallet restored from backup');
       return { message: 'Wallet restored successfully', master_fingerprint: fp };
     }
