@@ -101,8 +101,8 @@ export class WalletRegistry {
   readonly #slotOf = new Map<string, Slot>();
   readonly #deadlines: Partial<Record<WalletFunction, number>>;
   readonly #timers: NodeJS.Timeout[] = [];
-  /** Wallets that may have transfers in flight, on disk (survives restarts). */
-  readonly #inFlight: InFlightIndex;
+  /** Wallets that may have transfers in flight, on disk (survives restarts); read on first use (see `#inFlight`). */
+  #inFlightIndex: InFlightIndex | undefined;
   /** Calls that can start or move a transfer, accepted and not finished, per wallet: no unmarking meanwhile. */
   readonly #moving = new Map<string, number>();
   /** Background refreshes of wallets that were not open (bounded: at most one per base child at a time). */
@@ -117,7 +117,6 @@ export class WalletRegistry {
     this.#cfg = cfg;
     this.#pool = pool;
     this.#log = log;
-    this.#inFlight = InFlightIndex.open(cfg.data_dir);
     // Calls that talk to RGB proxies (a recipient's transport endpoint may accept and never answer) get a
     // shorter deadline than a full sync; past it the child is killed and the call answers 504.
     const transportMs = cfg.transport_call_timeout_secs * 1000;
@@ -148,6 +147,15 @@ export class WalletRegistry {
         );
       });
     });
+  }
+
+  /**
+   * The in-flight index, opened on first use (the first transfer-moving call, or the background start), never by
+   * merely building the node (the OpenAPI generator builds one on a data dir that does not exist).
+   */
+  get #inFlight(): InFlightIndex {
+    this.#inFlightIndex ??= InFlightIndex.open(this.#cfg.data_dir);
+    return this.#inFlightIndex;
   }
 
   /** Deletes `rgb_runtime.lock` left by a crashed process in every wallet dir (we hold the data_dir lock). */
@@ -394,6 +402,14 @@ export class WalletRegistry {
 
   /** Idle closing and the optional background refresh; both run at background priority. */
   startBackground(): void {
+    // Read the in-flight index now: the background refresh resumes its wallets' transfers (see #refreshClosed).
+    const index = this.#inFlight;
+    if (index.size > 0 || index.migrated > 0) {
+      this.#log.info(
+        { wallets: index.size, indexed_now: index.migrated },
+        'background refresh: wallets marked with transfers in flight',
+      );
+    }
     // Isolation: calls queued behind a call that outlives the budget move to another child.
     const iso = setInterval(() => this.#rebalanceStuck(), Math.max(20, Math.floor(this.#pool.budgetMs / 2)));
     iso.unref();
