@@ -103,6 +103,18 @@ describe('loadTomlConfig', () => {
     );
   });
 
+  it('coerces nothing that was not a whole ${ENV} reference, and never rounds a large integer', () => {
+    expect(fail(`${VALID}\n[api]\nport = "8080"\n`).message).toBe(
+      'config: "api.port" must be integer in 1..65535, got string "8080"',
+    );
+    expect(fail(`debug = "true"\n${VALID}`).message).toBe(
+      'config: "debug" must be boolean, got string "true"',
+    );
+    expect(fail(`${VALID}\n[wallet.limits]\nmax_wallets = 9007199254740993\n`).message).toBe(
+      'config: "wallet.limits.max_wallets" must be integer in 1..9007199254740991, got integer 9007199254740993',
+    );
+  });
+
   it('reports missing required keys, all of them', () => {
     const err = fail('[wallet]\nnetwork = "regtest"\n');
     expect(err.message).toBe('config: missing required key "wallet.data_dir" (expected non-empty string)');

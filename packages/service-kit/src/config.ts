@@ -1,16 +1,17 @@
 /**
- * TOML configuration: parse with smol-toml, check against a TypeBox schema, apply defaults, and
- * reject unknown keys and mistyped values with messages naming the full dotted key, what was
- * expected and what was found.
+ * TOML configuration: parse with smol-toml, check against a TypeBox schema with Ajv (defaults applied,
+ * all errors collected, no type coercion), and reject unknown keys and mistyped values with messages
+ * naming the full dotted key, what was expected and what was found.
  *
  * String values may reference environment variables: `${NAME}` or `${NAME:-fallback}`
  * (`$${...}` stays literal). A value that was entirely a reference is converted when the schema
  * wants an integer, number or boolean, so `port = "${PORT}"` works.
  */
 import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import ajvFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import { parse, stringify, TomlError } from 'smol-toml';
 import type { Static, TSchema } from 'typebox';
-import { Value } from 'typebox/value';
 
 export interface ConfigIssue {
   /** Dotted key, e.g. `api.port` or `peers[2].url`; empty for the whole document. */
@@ -116,15 +117,23 @@ export function loadTomlConfig<T extends TSchema>(
     throw err;
   }
   opts.prepare?.(doc);
-  const ctx: Ctx = { issues: [], env: opts.env ?? process.env };
-  const value = walk(schema as unknown as Schema, doc, [], ctx);
-  if (ctx.issues.length > 0) {
-    throw new ConfigError(ctx.issues, file === undefined ? {} : { file });
+  const ctx: EnvCtx = { issues: [], env: opts.env ?? process.env };
+  resolveEnv(doc, schema as unknown as Schema, [], ctx);
+  const validate = validatorOf(schema);
+  const issues = validate(doc) ? [] : issuesOf(validate.errors ?? [], doc);
+  if (ctx.issues.length > 0 || issues.length > 0) {
+    throw new ConfigError([...ctx.issues, ...issues], file === undefined ? {} : { file });
   }
-  return value as Static<T>;
+  return doc as Static<T>;
 }
 
 // ---------------------------------------------------------------------------------------------
+// Validation is Ajv's (the validator Fastify already loads), compiled once per schema with
+// `useDefaults` and `allErrors`, coercing nothing. Three things are ours: the `${ENV}` pre-pass (it
+// needs the schema to know where a whole reference may become a number or boolean), a stricter
+// reading of the schema (a table rejects keys it does not declare; a required table whose keys all
+// have defaults may be left out), and the messages, which name the dotted key, what was expected and
+// what was found.
 
 type Schema = Record<string, unknown> & {
   type?: string | string[];
@@ -150,12 +159,52 @@ type Schema = Record<string, unknown> & {
   maxItems?: number;
 };
 
-interface Ctx {
-  issues: ConfigIssue[];
-  env: Record<string, string | undefined>;
+type Path = (string | number)[];
+
+// ajv-formats is CommonJS with a `default` export (as in server.ts).
+const ajvFormats = ((ajvFormatsModule as unknown as { default?: FormatsPlugin }).default ??
+  ajvFormatsModule) as unknown as FormatsPlugin;
+const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: false, strict: false, verbose: true });
+ajvFormats(ajv);
+const compiled = new WeakMap<object, ValidateFunction>();
+
+function validatorOf(schema: TSchema): ValidateFunction {
+  let v = compiled.get(schema);
+  if (!v) {
+    v = ajv.compile(strict(schema as unknown as Schema));
+    compiled.set(schema, v);
+  }
+  return v;
 }
 
-type Path = (string | number)[];
+/**
+ * A copy of `s` read the way configuration files are: a table without `additionalProperties` rejects
+ * unknown keys, and a required table without a default defaults to `{}` (its own keys' defaults then
+ * fill it in, and its missing required keys are reported by name).
+ */
+function strict(s: Schema): Schema {
+  const out: Schema = { ...s };
+  if (s.type === 'object' && s.additionalProperties === undefined) out.additionalProperties = false;
+  if (typeof s.additionalProperties === 'object') out.additionalProperties = strict(s.additionalProperties);
+  if (s.items) out.items = strict(s.items);
+  if (s.anyOf) out.anyOf = s.anyOf.map(strict);
+  if (s.oneOf) out.oneOf = s.oneOf.map(strict);
+  if (s.patternProperties)
+    out.patternProperties = Object.fromEntries(
+      Object.entries(s.patternProperties).map(([k, v]) => [k, strict(v)]),
+    );
+  if (s.properties) {
+    const required = new Set(s.required ?? []);
+    out.properties = Object.fromEntries(
+      Object.entries(s.properties).map(([k, v]) => {
+        const sub = strict(v);
+        if (required.has(k) && sub.type === 'object' && !('default' in sub)) sub.default = {};
+        return [k, sub];
+      }),
+    );
+  }
+  return out;
+}
 
 const BARE_KEY = /^[A-Za-z0-9_-]+$/;
 
@@ -171,17 +220,25 @@ function dotted(path: Path): string {
   return out;
 }
 
+/** Ajv's JSON pointer (`/peers/2/url`) as a path; array indexes are numbers where the data is an array. */
+function pathOf(pointer: string, doc: unknown): Path {
+  const path: Path = [];
+  let at = doc;
+  for (const raw of pointer.split('/').slice(1)) {
+    const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    const key = Array.isArray(at) ? Number(seg) : seg;
+    path.push(key);
+    at = (at as Record<string | number, unknown> | undefined)?.[key];
+  }
+  return path;
+}
+
 function isTable(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 }
 
-function clone<V>(v: V): V {
-  return structuredClone(v);
-}
-
 function quoteValue(s: string): string {
-  const q = JSON.stringify(s.length > 60 ? `${s.slice(0, 60)}…` : s);
-  return q;
+  return JSON.stringify(s.length > 60 ? `${s.slice(0, 60)}…` : s);
 }
 
 /** How a TOML value is described in messages ("got string \"x\""). */
@@ -263,17 +320,29 @@ function withStringExtras(base: string, s: Schema): string {
   return d;
 }
 
-function mismatch(ctx: Ctx, path: Path, s: Schema, v: unknown): void {
-  ctx.issues.push({
+function mismatch(path: Path, s: Schema, v: unknown): ConfigIssue {
+  // An integer outside the safe range (smol-toml gives a bigint) is never silently rounded.
+  const expected =
+    typeof v === 'bigint' && (s.type === 'integer' || s.type === 'number')
+      ? { ...s, maximum: s.maximum ?? Number.MAX_SAFE_INTEGER }
+      : s;
+  return {
     path: dotted(path),
-    message: `"${dotted(path)}" must be ${describeSchema(s)}, got ${describeValue(v)}`,
-  });
+    message: `"${dotted(path)}" must be ${describeSchema(expected)}, got ${describeValue(v)}`,
+  };
 }
+
+// --- the `${ENV}` pre-pass --------------------------------------------------------------------
 
 const ENV_REF = /\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 const WHOLE_ENV_REF = /^\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}$/;
 
-function interpolate(s: string, path: Path, ctx: Ctx): string {
+interface EnvCtx {
+  issues: ConfigIssue[];
+  env: Record<string, string | undefined>;
+}
+
+function interpolate(s: string, path: Path, ctx: EnvCtx): string {
   if (!s.includes('${')) return s;
   return s.replace(ENV_REF, (whole, escaped: string, name: string, fallback: string | undefined) => {
     if (escaped) return whole.slice(1);
@@ -288,182 +357,109 @@ function interpolate(s: string, path: Path, ctx: Ctx): string {
   });
 }
 
-/** A string that was only an env reference may feed a number/boolean key. */
-function coerceFromEnv(raw: string, resolved: string, s: Schema): unknown {
-  if (!WHOLE_ENV_REF.test(raw)) return resolved;
-  const t = s.type;
-  if (t === 'integer' && /^[+-]?\d+$/.test(resolved.trim())) return Number(resolved.trim());
-  if (t === 'number' && resolved.trim() !== '' && Number.isFinite(Number(resolved))) return Number(resolved);
-  if (t === 'boolean' && (resolved === 'true' || resolved === 'false')) return resolved === 'true';
+/** A string that was only an env reference may feed a number/boolean key (the first alternative that takes it). */
+function coerceFromEnv(raw: string, resolved: string, s: Schema | undefined): unknown {
+  if (!s || !WHOLE_ENV_REF.test(raw)) return resolved;
+  for (const alt of s.anyOf ?? s.oneOf ?? [s]) {
+    const t = alt.type;
+    const r = resolved.trim();
+    if (t === 'integer' && /^[+-]?\d+$/.test(r)) return Number(r);
+    if (t === 'number' && r !== '' && Number.isFinite(Number(resolved))) return Number(resolved);
+    if (t === 'boolean' && (resolved === 'true' || resolved === 'false')) return resolved === 'true';
+    if (t === 'string' || 'const' in alt) return resolved;
+  }
   return resolved;
 }
 
-function walk(s: Schema, value: unknown, path: Path, ctx: Ctx): unknown {
-  let v = value;
-  if (typeof v === 'string') v = coerceFromEnv(v, interpolate(v, path, ctx), s);
-
+function subschema(s: Schema | undefined, key: string | number): Schema | undefined {
+  if (!s) return undefined;
   const alts = s.anyOf ?? s.oneOf;
-  if (Array.isArray(alts)) return walkUnion(s, alts, v, path, ctx);
-  if ('const' in s) {
-    if (!Value.Equal(v, s.const)) mismatch(ctx, path, s, v);
-    return v;
-  }
-  if (Array.isArray(s.enum)) {
-    if (!s.enum.some((e) => Value.Equal(e, v))) mismatch(ctx, path, s, v);
-    return v;
-  }
-
-  switch (s.type) {
-    case 'object':
-      return walkObject(s, v, path, ctx);
-    case 'array': {
-      if (!Array.isArray(v)) {
-        mismatch(ctx, path, s, v);
-        return v;
-      }
-      if (
-        (s.minItems !== undefined && v.length < s.minItems) ||
-        (s.maxItems !== undefined && v.length > s.maxItems)
-      ) {
-        mismatch(ctx, path, s, v);
-      }
-      return s.items ? v.map((item, i) => walk(s.items!, item, [...path, i], ctx)) : v;
-    }
-    case 'string': {
-      let str = v;
-      if (str instanceof Date) str = str.toISOString();
-      if (typeof str !== 'string') {
-        mismatch(ctx, path, s, v);
-        return v;
-      }
-      const ok =
-        (s.minLength === undefined || [...str].length >= s.minLength) &&
-        (s.maxLength === undefined || [...str].length <= s.maxLength) &&
-        (s.pattern === undefined || new RegExp(s.pattern, 'u').test(str)) &&
-        (s.format === undefined || Value.Check(s as TSchema, str));
-      if (!ok) mismatch(ctx, path, s, str);
-      return str;
-    }
-    case 'integer':
-    case 'number': {
-      const isNum = typeof v === 'number' && Number.isFinite(v);
-      const isInt = (isNum && Number.isInteger(v)) || typeof v === 'bigint';
-      if ((s.type === 'integer' && !isInt) || (s.type === 'number' && !isNum)) {
-        mismatch(ctx, path, s, v);
-        return v;
-      }
-      if (typeof v === 'bigint') {
-        // Outside the safe range: only acceptable if no bound rules it out, and never silently rounded.
-        mismatch(ctx, path, { ...s, maximum: s.maximum ?? Number.MAX_SAFE_INTEGER }, v);
-        return v;
-      }
-      const n = v as number;
-      const ok =
-        (s.minimum === undefined || n >= s.minimum) &&
-        (s.maximum === undefined || n <= s.maximum) &&
-        (s.exclusiveMinimum === undefined || n > s.exclusiveMinimum) &&
-        (s.exclusiveMaximum === undefined || n < s.exclusiveMaximum) &&
-        (typeof s.multipleOf !== 'number' || Number.isInteger(n / s.multipleOf));
-      if (!ok) mismatch(ctx, path, s, v);
-      return n;
-    }
-    case 'boolean':
-      if (typeof v !== 'boolean') mismatch(ctx, path, s, v);
-      return v;
-    case 'null':
-      if (v !== null) mismatch(ctx, path, s, v);
-      return v;
-    case undefined:
-      // Unknown/Any, or a schema built from keywords this walker does not know: let TypeBox judge.
-      if (Object.keys(s).some((k) => !['description', 'title', 'default', 'examples', '$id'].includes(k))) {
-        return fallbackCheck(s, v, path, ctx);
-      }
-      return v;
-    default:
-      return fallbackCheck(s, v, path, ctx);
-  }
+  if (alts) return alts.map((a) => subschema(a, key)).find((x) => x !== undefined);
+  if (typeof key === 'number') return s.items;
+  if (s.properties && Object.hasOwn(s.properties, key)) return s.properties[key];
+  for (const [re, sub] of Object.entries(s.patternProperties ?? {}))
+    if (new RegExp(re, 'u').test(key)) return sub;
+  return typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined;
 }
 
-function fallbackCheck(s: Schema, v: unknown, path: Path, ctx: Ctx): unknown {
-  if (!Value.Check(s as TSchema, v)) {
-    const first = [...Value.Errors(s as TSchema, v)][0];
-    ctx.issues.push({
-      path: dotted(path),
-      message: `"${dotted(path)}" ${first?.message ?? 'is invalid'}, got ${describeValue(v)}`,
-    });
+/**
+ * Resolves `${NAME}` references in every string of `v` (in place), and turns a TOML datetime where the
+ * schema wants a string into its ISO text.
+ */
+function resolveEnv(v: unknown, s: Schema | undefined, path: Path, ctx: EnvCtx): unknown {
+  if (typeof v === 'string') return coerceFromEnv(v, interpolate(v, path, ctx), s);
+  if (v instanceof Date) return s?.type === 'string' ? v.toISOString() : v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) v[i] = resolveEnv(v[i], subschema(s, i), [...path, i], ctx);
+  } else if (isTable(v)) {
+    for (const key of Object.keys(v)) v[key] = resolveEnv(v[key], subschema(s, key), [...path, key], ctx);
   }
   return v;
 }
 
-function walkUnion(s: Schema, alts: Schema[], v: unknown, path: Path, ctx: Ctx): unknown {
-  for (const alt of alts) {
-    const trial: Ctx = { issues: [], env: ctx.env };
-    const out = walk(alt, v, path, trial);
-    if (trial.issues.length === 0) return out;
-  }
-  // With a single table alternative, its own messages (unknown key, nested type) are more useful.
-  const tables = alts.filter((a) => a.type === 'object');
-  if (tables.length === 1 && isTable(v)) return walk(tables[0]!, v, path, ctx);
-  mismatch(ctx, path, s, v);
-  return v;
-}
+// --- Ajv's errors as messages -------------------------------------------------------------------
 
-function walkObject(s: Schema, v: unknown, path: Path, ctx: Ctx): unknown {
-  if (!isTable(v)) {
-    mismatch(ctx, path, s, v);
-    return v;
+/**
+ * One issue per failing key. A union's failure is one "must be A or B" unless exactly one of its
+ * alternatives is a table and the value is a table: then that alternative's own findings (unknown key,
+ * nested type) say more.
+ */
+function issuesOf(errors: ErrorObject[], doc: unknown): ConfigIssue[] {
+  let remaining = [...errors];
+  const unions = errors
+    .filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf')
+    .sort((a, b) => a.schemaPath.length - b.schemaPath.length);
+  const replaced = new Map<ErrorObject, ConfigIssue>();
+  for (const u of unions) {
+    if (!remaining.includes(u)) continue; // inside an alternative already set aside
+    const prefix = `${u.schemaPath}/`;
+    const inside = remaining.filter((e) => e.schemaPath.startsWith(prefix));
+    remaining = remaining.filter((e) => !inside.includes(e));
+    const alts = u.schema as Schema[];
+    const tables = alts.map((a, i) => [a, i] as const).filter(([a]) => a.type === 'object');
+    if (tables.length === 1 && isTable(u.data)) {
+      const keep = `${prefix}${tables[0]![1]}/`;
+      remaining = remaining.filter((e) => e !== u);
+      remaining.push(...inside.filter((e) => e.schemaPath.startsWith(keep)));
+    } else {
+      replaced.set(u, mismatch(pathOf(u.instancePath, doc), u.parentSchema as Schema, u.data));
+    }
   }
-  const props = s.properties ?? {};
-  const required = new Set(s.required ?? []);
-  const out: Record<string, unknown> = {};
-  const patterns = Object.entries(s.patternProperties ?? {}).map(
-    ([re, sub]) => [new RegExp(re, 'u'), sub] as const,
-  );
-
-  for (const key of Object.keys(v)) {
-    if (Object.hasOwn(props, key)) continue;
-    const sub = patterns.find(([re]) => re.test(key))?.[1];
-    if (sub) {
-      out[key] = walk(sub, v[key], [...path, key], ctx);
+  const out: ConfigIssue[] = [];
+  const seen = new Set<string>();
+  const add = (issue: ConfigIssue) => {
+    if (seen.has(issue.message)) return;
+    seen.add(issue.message);
+    out.push(issue);
+  };
+  const mismatched = new Set<string>();
+  for (const e of remaining) {
+    const at = pathOf(e.instancePath, doc);
+    const fromUnion = replaced.get(e);
+    if (fromUnion) {
+      add(fromUnion);
       continue;
     }
-    if (typeof s.additionalProperties === 'object') {
-      out[key] = walk(s.additionalProperties, v[key], [...path, key], ctx);
-      continue;
+    if (e.keyword === 'additionalProperties') {
+      const key = [...at, (e.params as { additionalProperty: string }).additionalProperty];
+      const allowed = Object.keys((e.parentSchema as Schema).properties ?? {});
+      add({
+        path: dotted(key),
+        message: `unknown key "${dotted(key)}" (allowed: ${allowed.length ? allowed.join(', ') : 'none'})`,
+      });
+    } else if (e.keyword === 'required') {
+      const name = (e.params as { missingProperty: string }).missingProperty;
+      const key = [...at, name];
+      const sub = (e.parentSchema as Schema).properties?.[name];
+      add({
+        path: dotted(key),
+        message: `missing required key "${dotted(key)}"${sub ? ` (expected ${describeSchema(sub)})` : ''}`,
+      });
+    } else if (!mismatched.has(e.instancePath)) {
+      // type, range, length, pattern, const/enum…: one "must be …, got …" per key.
+      mismatched.add(e.instancePath);
+      add(mismatch(at, e.parentSchema as Schema, e.data));
     }
-    if (s.additionalProperties === true) {
-      out[key] = v[key];
-      continue;
-    }
-    const allowed = Object.keys(props);
-    ctx.issues.push({
-      path: dotted([...path, key]),
-      message: `unknown key "${dotted([...path, key])}" (allowed: ${allowed.length ? allowed.join(', ') : 'none'})`,
-    });
-  }
-
-  for (const [key, sub] of Object.entries(props)) {
-    const childPath = [...path, key];
-    const given = v[key];
-    if (given !== undefined) {
-      out[key] = walk(sub, given, childPath, ctx);
-      continue;
-    }
-    if ('default' in sub) {
-      out[key] = walk(sub, clone(sub.default), childPath, ctx);
-      continue;
-    }
-    if (!required.has(key)) continue;
-    if (sub.type === 'object') {
-      // A missing section whose keys all have defaults is filled in; otherwise the nested
-      // missing keys are reported by name.
-      out[key] = walk(sub, {}, childPath, ctx);
-      continue;
-    }
-    ctx.issues.push({
-      path: dotted(childPath),
-      message: `missing required key "${dotted(childPath)}" (expected ${describeSchema(sub)})`,
-    });
   }
   return out;
 }
