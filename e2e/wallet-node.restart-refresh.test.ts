@@ -12,7 +12,7 @@
  *
  * Needs the build output (`npx tsc -b`).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
@@ -20,7 +20,7 @@ import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt } from '@rgbx/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fixture, replay } from './helpers/client-requests.ts';
-import { mineAndSync } from './helpers/rgb.ts';
+import { eventually, mineAndSync } from './helpers/rgb.ts';
 import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
 
 const T = 400_000;
@@ -202,6 +202,40 @@ it(
     expect((await client(A).assetBalance(assetId)).settled).toBe(500n);
     expect((await client(B).assetBalance(assetId)).settled).toBe(500n);
     console.info(`restart → both sides Settled, no client call: ${JSON.stringify(measured)} s`);
+  },
+  T,
+);
+
+it(
+  'a restart on a data dir from before the index looks at every wallet once, at most one per child at a time, and unmarks the idle ones',
+  async () => {
+    // Six more wallets, nothing in flight in any of the eight.
+    const more = await Promise.all(Array.from({ length: 6 }, () => generateKeys('Regtest', 'Taproot')));
+    for (const k of more) await client(k).register();
+    expect(await node.stop('SIGTERM')).toBe(0);
+    // The data dir as a node from before the index left it.
+    rmSync(join(root, 'data', '.in-flight'), { recursive: true, force: true });
+    const t0 = Date.now();
+    await start();
+    const all = [A, B, ...more].map((k) => k.masterFingerprint).sort();
+    expect(
+      lines().find((l) => l.msg === 'background refresh: wallets marked with transfers in flight'),
+    ).toMatchObject({ wallets: 8, indexed_now: 8 });
+    const unmarked = () =>
+      lines()
+        .filter((l) => l.msg === 'background refresh: no transfer in flight')
+        .map((l) => String(l.wallet));
+    await eventually('every wallet looked at and unmarked', async () => unmarked().length >= 8, 60_000);
+    console.info(`8 wallets looked at and unmarked ${(Date.now() - t0) / 1000} s after the restart`);
+    expect(unmarked().sort()).toEqual(all);
+    const resumed = lines().filter(
+      (l) => l.msg === 'background refresh: resuming a wallet with transfers in flight',
+    );
+    expect(resumed.map((l) => String(l.wallet)).sort()).toEqual(all);
+    // workers = 2: never more than two opened by the background at once.
+    expect(Math.max(...resumed.map((l) => Number(l.opened_by_background)))).toBeLessThanOrEqual(2);
+    expect(readdirSync(join(root, 'data', '.in-flight'))).toEqual([]);
+    expect(requestsSeen()).toEqual([]);
   },
   T,
 );

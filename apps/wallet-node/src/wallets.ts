@@ -593,6 +593,13 @@ export class WalletRegistry {
       const c = ctx;
       c.refreshDelayMs = due?.delayMs ?? baseMs;
       this.#closedRefreshing.add(fp);
+      // Once per wallet and process (later cycles of a slow transfer stay quiet).
+      if (!this.#checkedOnline.has(fp)) {
+        this.#log.info(
+          { wallet: fp, opened_by_background: this.#closedRefreshing.size, limit },
+          'background refresh: resuming a wallet with transfers in flight',
+        );
+      }
       c.refreshPending = true;
       this.#refreshOnce(c, baseMs)
         .then(async () => {
