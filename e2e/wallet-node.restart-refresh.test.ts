@@ -8,7 +8,9 @@
  * node's log) does it read the transfers, with `listtransfers` (offline: it moves nothing itself).
  *
  * Wallet B is set up the BTCPay plugin's way: its keys come from the node's `generate_keys` (the plugin's recorded
- * request, replayed), and it signs its own UTXO creation with the mnemonic it got.
+ * request, replayed), and it signs its own UTXO creation with the mnemonic it got. Each payment is then read as the
+ * plugin's invoice listener reads it (its recorded `listtransfers`, `Status == 2 && Kind is 1 or 2`, the invoice's
+ * recipient_id, `Amount`): the plugin would record it.
  *
  * Needs the build output (`npx tsc -b`).
  */
@@ -37,6 +39,11 @@ let B: Keys;
 let assetId: string;
 
 const client = (k: Keys) => walletClient(node.url, k);
+const pluginHeaders = (k: Keys) => ({
+  'xpub-van': k.accountXpubVanilla,
+  'xpub-col': k.accountXpubColored,
+  'master-fingerprint': k.masterFingerprint,
+});
 
 async function start(): Promise<void> {
   node = await startNode(cfgFile);
@@ -197,6 +204,16 @@ it(
         { send: isSettled(s.send), receive: isSettled(s.receive) },
         `after ${how}: ${JSON.stringify(s)}\n${log.slice(-3000)}`,
       ).toEqual({ send: true, receive: true });
+      // The plugin's invoice listener (RGBInvoiceListener.cs) polls its recorded listtransfers and records the
+      // payment of an invoice from `Status == 2 && Kind is 1 or 2` with a matching recipient_id, for `Amount`.
+      const listed = await replay(node.url, fixture('btcpay', 'listtransfers'), pluginHeaders(B), {
+        ASSET_ID: assetId,
+      });
+      expect(listed.status).toBe(200);
+      const paid = (listed.json as Array<Record<string, unknown>>).filter(
+        (t) => t.status === 2 && (t.kind === 1 || t.kind === 2) && t.recipient_id === sent.recipientId,
+      );
+      expect(paid.map((t) => t.amount)).toEqual([amount]);
       expect(measured[how], `after ${how}`).not.toBeNull();
     }
     expect((await client(A).assetBalance(assetId)).settled).toBe(500n);
