@@ -8,7 +8,7 @@
  * - BTCPay plugin: its model classes as a schema (`fixtures/wallet-clients/btcpay-models.schema.json`, derived
  *   by hand with provenance), read the way System.Text.Json's web defaults bind JSON (case-insensitive names,
  *   numeric strings for numbers, null only into nullable types), and stricter on one point: a declared property
- *   that is missing is a mismatch (.NET would leave its default, e.g. amount 0).
+ *   of a non-nullable type that is missing is a mismatch (.NET would leave its default, e.g. amount 0).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -82,8 +82,18 @@ export function typeCheckRgbSdk(answers: Answer[]): TypeCheckResult {
   const start: number[] = [];
   for (const [i, a] of answers.entries()) {
     start.push(lines.length);
-    lines.push(`declare const a${i}: ${literalType(a.json)};`);
-    lines.push(`export const c${i}: ${declaredType(a.declared)} = a${i};`);
+    const type = declaredType(a.declared);
+    // A list is checked element by element: the compiler reports only the first element it cannot assign.
+    const items = Array.isArray(a.json) && type.endsWith('[]') ? a.json : undefined;
+    if (items) {
+      for (const [k, x] of items.entries()) {
+        lines.push(`declare const a${i}_${k}: ${literalType(x)};`);
+        lines.push(`export const c${i}_${k}: ${type.slice(0, -2)} = a${i}_${k};`);
+      }
+    } else {
+      lines.push(`declare const a${i}: ${literalType(a.json)};`);
+      lines.push(`export const c${i}: ${type} = a${i};`);
+    }
   }
   const checkFile = join(FIXTURE_DIR, 'rgb-sdk/answers.check.ts');
   const source = `${lines.join('\n')}\n`;
@@ -218,7 +228,10 @@ function read(type: string, v: unknown, path: string, out: DotnetReadResult): vo
     out.fields++;
     const at = `${path}.${name}`;
     if (!byName.has(name.toLowerCase())) {
-      out.problems.push(`${at}: missing (declared ${p['x-dotnet']}; .NET would read its default)`);
+      // Absent reads as null into a nullable type (the same as null); anything else silently gets a default.
+      if (!p['x-dotnet'].endsWith('?')) {
+        out.problems.push(`${at}: missing (declared ${p['x-dotnet']}; .NET would read its default)`);
+      }
       continue;
     }
     read(p['x-dotnet'], byName.get(name.toLowerCase()), at, out);

@@ -44,8 +44,15 @@ export function installLosslessJson(app: ServiceApp, bodyLimit: number): void {
       return;
     }
     const type = String((req as RouteRequest).headers['content-type'] ?? '(none)');
-    done(E.BAD_INPUT.create(`Content type error: expected application/json, got ${type}`));
+    done(
+      E.BAD_INPUT.create(
+        `Content type error: expected application/json, got ${type}${jsonHint(body as Buffer)}`,
+      ),
+    );
   });
+  // text/plain goes to the catch-all above too: Fastify's own text parser would hand the route a string, which
+  // then failed as "/ must be object" without naming the content type.
+  app.removeContentTypeParser('text/plain');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (req, body, done) => {
     const text = body as string;
@@ -55,16 +62,67 @@ export function installLosslessJson(app: ServiceApp, bodyLimit: number): void {
     }
     secure(req, text, (err) => {
       if (err) {
-        done(E.BAD_INPUT.create(err.message));
+        done(E.BAD_INPUT.create(parsesAsJson(text) ? PROTO_REFUSED : err.message));
         return;
       }
       try {
-        done(null, losslessParse(text, undefined, parseNumber));
+        const value = losslessParse(text, undefined, parseNumber);
+        const conflict = spellingConflict(value);
+        done(conflict ? E.BAD_INPUT.create(conflict) : null, conflict ? undefined : value);
       } catch (e) {
         done(E.BAD_INPUT.create((e as Error).message));
       }
     });
   });
+}
+
+const PROTO_REFUSED =
+  'a `__proto__` key (or `constructor` with `prototype`) is refused: such keys can poison object prototypes; rename or drop it';
+
+function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A hint for a JSON body sent with another content type. */
+function jsonHint(body: Buffer): string {
+  return parsesAsJson(body.toString('utf8'))
+    ? ' (the body is JSON: send it with content-type: application/json)'
+    : '';
+}
+
+const CAMEL_HAS_UPPER = /^[a-z][a-z0-9]*[A-Z][a-zA-Z0-9]*$/;
+
+/**
+ * Request bodies accept a field's snake_case name and its legacy camelCase spelling (`fee_rate`, `feeRate`).
+ * Both with different values is refused, at any depth (a recipient's `recipient_id`/`recipientId` too), never
+ * resolved silently; both with the same value is accepted. Returns the message, or undefined.
+ */
+export function spellingConflict(value: unknown, path = ''): string | undefined {
+  if (Array.isArray(value)) {
+    for (const [i, x] of value.entries()) {
+      const c = spellingConflict(x, `${path}/${i}`);
+      if (c) return c;
+    }
+    return undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  const o = value as Record<string, unknown>;
+  for (const [k, v] of Object.entries(o)) {
+    if (CAMEL_HAS_UPPER.test(k)) {
+      const snake = k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+      if (Object.hasOwn(o, snake) && toJson(o[snake]) !== toJson(v)) {
+        return `${path}/${snake} and ${path}/${k} are two spellings of one field with different values (${toJson(o[snake])} and ${toJson(v)}): send one`;
+      }
+    }
+    const c = spellingConflict(v, `${path}/${k}`);
+    if (c) return c;
+  }
+  return undefined;
 }
 
 /** JSON text with bigint values as exact integers. */

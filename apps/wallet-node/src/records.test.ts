@@ -105,6 +105,16 @@ describe('fieldTransfer', () => {
       ).amount,
     ).toBe(9n);
     expect(fieldTransfer(transfer({ assignments: ['Any'], requested_assignment: 'Any' })).amount).toBe(0n);
+    // A send: rgb-lib's assignments are the change the sender keeps; the amount is what it sends.
+    expect(
+      fieldTransfer(
+        transfer({
+          kind: 'Send',
+          assignments: [{ Fungible: 743n }],
+          requested_assignment: { Fungible: 100n },
+        }),
+      ).amount,
+    ).toBe(100n);
     expect(fieldTransfer(transfer({ assignments: [], requested_assignment: null })).amount).toBe(0n);
   });
   it("fills what rgb-lib leaves null where the clients declare a value: recipient_id '', expiration 0", () => {

@@ -53,13 +53,20 @@ function withoutPaths(t: Rec): Rec {
   return out;
 }
 
-/** A transfer, rgb-lib (snake_case) → the field's format. */
+/**
+ * A transfer, rgb-lib (snake_case) → the field's format. `amount` is what the older rgb-lib reported: for a
+ * send the amount sent (its requested assignment), otherwise the units its assignments hold (until it holds any,
+ * the requested amount).
+ */
 export function fieldTransfer(t: Rec): Rec {
   const assignments = Array.isArray(t.assignments) ? t.assignments : [];
   const held = assignments.some((a) => a !== 'Any');
-  const amount = held
-    ? assignments.reduce<bigint>((s, a) => s + assignmentUnits(a), 0n)
-    : assignmentUnits(t.requested_assignment);
+  // A send's `assignments` are what the sender keeps (its change); what it sends is the recipient's request.
+  const sent = t.kind === 'Send' && t.requested_assignment !== null && t.requested_assignment !== undefined;
+  const amount =
+    held && !sent
+      ? assignments.reduce<bigint>((s, a) => s + assignmentUnits(a), 0n)
+      : assignmentUnits(t.requested_assignment);
   const endpoints = Array.isArray(t.transport_endpoints) ? (t.transport_endpoints as Rec[]) : [];
   const expiry = t.expiration_timestamp;
   return {

@@ -3,6 +3,7 @@ import type { AssignmentInput, RgbWallet } from '@rgbx/rgb';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
 import { forgetSignedBegin, psbtTxid, recordBegin } from '../begins.ts';
+import { suggestedFeeRate } from '../fees.ts';
 import { toU64 } from '../json.ts';
 import {
   fieldInvoiceData,
@@ -335,12 +336,17 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
   walletRoute<C.Static<typeof C.FeeEstimationRequest>>(
     '/wallet/get_fee_estimation',
     {
-      summary: 'Fee rate (sat/vB) for confirmation within `blocks`, from the indexer',
+      summary:
+        'Fee rate (sat/vB) for confirmation within `blocks`, from the indexer, as a fee_rate to send back',
       body: C.FeeEstimationRequest,
-      response: Type.Number({ description: 'sat/vB' }),
+      response: Type.Integer({
+        minimum: 1,
+        description:
+          "sat/vB: rgb-lib's estimate rounded up to an integer (after dropping float noise below 0.001)",
+      }),
       online: true,
     },
-    (_ctx, w, b) => w.getFeeEstimation(b.blocks),
+    async (_ctx, w, b) => suggestedFeeRate(await w.getFeeEstimation(b.blocks)),
     jsonString,
   );
   walletRoute(
