@@ -7,6 +7,7 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { ConfigError, loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
 import { AmountError, parseDecimal, parseLots } from './domain/amounts.ts';
+import { kindOf } from './kinds/registry.ts';
 
 const LogLevel = Type.Union(
   ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
@@ -164,7 +165,7 @@ export type RateConfig = Static<typeof RateSchema>;
 
 /** Confirmations a settlement transaction on `network` needs. */
 export function settlementConfirmations(config: Pick<FileConfig, 'bitcoin'>, network: NetworkConfig): number {
-  return network.min_confirmations ?? (network.type === 'BITCOIN' ? config.bitcoin.min_confirmations : 1);
+  return network.min_confirmations ?? kindOf(network).defaultConfirmations(config);
 }
 
 /** The checked configuration the service runs with. */
@@ -222,33 +223,9 @@ function checkConsistency(c: FileConfig): { path: string; message: string }[] {
   c.networks.forEach((n, i) => {
     if (nets.has(n.id)) issues.push({ path: `networks[${i}].id`, message: `duplicate network id ${n.id}` });
     nets.set(n.id, n);
-    const need = (key: keyof NetworkConfig) => {
-      if (n[key] === undefined)
-        issues.push({
-          path: `networks[${i}].${key}`,
-          message: `"networks[${i}].${key}" is required for ${n.type}`,
-        });
-    };
-    if (n.type === 'EVM' || n.type === 'TRON') {
-      need('chain_id');
-      need('permit2_address');
-      need('escrow_address');
-    }
-    if (n.type === 'BITCOIN') need('bitcoin_network');
-    // Fail closed: every leg on every network is verified on chain before a status moves, so a
-    // network whose chain cannot be read cannot be configured at all.
-    if (n.type === 'BITCOIN' && c.bitcoin.electrum_url === undefined) {
-      issues.push({
-        path: 'bitcoin.electrum_url',
-        message: `"bitcoin.electrum_url" is required: network ${n.id} (BITCOIN) settles only on transactions read through the indexer`,
-      });
-    }
-    if (n.type !== 'BITCOIN' && n.rpc_url === undefined) {
-      issues.push({
-        path: `networks[${i}].rpc_url`,
-        message: `"networks[${i}].rpc_url" is required: network ${n.id} (${n.type}) settles only on transactions read from its node`,
-      });
-    }
+    // Keys a network of this kind needs, and fail closed: every leg on every network is verified on
+    // chain before a status moves, so a network whose chain cannot be read cannot be configured.
+    issues.push(...kindOf(n).checkConfig(n, `networks[${i}]`, c));
     if (n.min_confirmations === 0 && !c.devnet) {
       issues.push({
         path: `networks[${i}].min_confirmations`,
@@ -287,19 +264,12 @@ function checkConsistency(c: FileConfig): { path: string; message: string }[] {
       const where = `resolvers[${i}].rates[${j}]`;
       // A fulfilment is checked as sent by the resolver where the chain shows a sender: it needs its
       // identity on the destination network.
-      const destType = nets.get(rate.dest_network)?.type;
-      const identity =
-        destType === 'EVM'
-          ? 'evm_address'
-          : destType === 'TRON'
-            ? 'tron_address'
-            : destType === 'SOLANA'
-              ? 'solana_address'
-              : undefined;
-      if (identity && r[identity] === undefined)
+      const dest = nets.get(rate.dest_network);
+      const destKind = dest ? kindOf(dest) : undefined;
+      if (destKind?.fulfilBySender && r[destKind.identityKey] === undefined)
         issues.push({
-          path: `resolvers[${i}].${identity}`,
-          message: `"resolvers[${i}].${identity}" is required: ${where} fulfils on network ${rate.dest_network} (${destType})`,
+          path: `resolvers[${i}].${destKind.identityKey}`,
+          message: `"resolvers[${i}].${destKind.identityKey}" is required: ${where} fulfils on network ${rate.dest_network} (${destKind.type})`,
         });
       for (const [net, tok] of [
         [rate.source_network, rate.source_token],

@@ -15,7 +15,6 @@ import {
   readErc20Allowance,
 } from '@rgbx/chains/evm';
 import { type SolanaTx, solanaLatestBlockhash, solanaSlot, solanaTransaction } from '@rgbx/chains/sol';
-import { tronAddressToEvm } from '@rgbx/chains/tron';
 import type { NetworkConfig } from '../config.ts';
 import { E } from '../errors.ts';
 import {
@@ -63,8 +62,13 @@ export interface SolanaGateway {
 
 export interface ChainGateway {
   bitcoin(): BitcoinGateway;
-  /** ERC-20/TRC-20 allowance (owner → spender) on `network`. */
-  allowance(network: NetworkConfig, token: string, owner: string, spender: string): Promise<bigint>;
+  /** ERC-20/TRC-20 allowance (owner → spender) on `network`; addresses in their 20-byte 0x form. */
+  allowance(
+    network: NetworkConfig,
+    token: `0x${string}`,
+    owner: `0x${string}`,
+    spender: `0x${string}`,
+  ): Promise<bigint>;
   evm(network: NetworkConfig): EvmGateway;
   solana(network: NetworkConfig): SolanaGateway;
   close(): void;
@@ -157,11 +161,6 @@ class ElectrumBitcoinGateway implements BitcoinGateway {
   }
 }
 
-/** The 20-byte 0x form used by JSON-RPC for an EVM or Tron address. */
-export function rpcAddress(network: NetworkConfig, address: string): `0x${string}` {
-  return (network.type === 'TRON' ? tronAddressToEvm(address) : address.toLowerCase()) as `0x${string}`;
-}
-
 /** Runs a read against the network's RPC; a failure to reach it becomes UPSTREAM_UNAVAILABLE (503). */
 function rpcOf(network: NetworkConfig) {
   return async <T>(fn: (url: string) => Promise<T>): Promise<T> => {
@@ -193,14 +192,7 @@ export function createChainGateway(opts: { electrumUrl?: string; electrumTimeout
       return btc;
     },
     allowance(network, token, owner, spender) {
-      return rpcOf(network)((url) =>
-        readErc20Allowance(
-          url,
-          rpcAddress(network, token),
-          rpcAddress(network, owner),
-          rpcAddress(network, spender),
-        ),
-      );
+      return rpcOf(network)((url) => readErc20Allowance(url, token, owner, spender));
     },
     evm(network) {
       const wrap = rpcOf(network);

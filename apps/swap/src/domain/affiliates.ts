@@ -6,7 +6,7 @@ import { isUniqueViolation } from '@rgbx/store';
 import type { SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
 import { ms } from '../store/database.ts';
-import { checkAddress } from './addresses.ts';
+import { checkAddress } from './catalog.ts';
 
 export interface Affiliate {
   affiliateName: string;

@@ -8,79 +8,31 @@
  */
 
 import { sha256 } from '@rgbx/service-kit';
-import { type CosignContext, verifyCosignApproval } from '../chains/cosign-approval.ts';
-import { type HtlcContext, verifyHtlcApproval } from '../chains/htlc-approval.ts';
-import {
-  type Permit2Context,
-  type Permit2Params,
-  permit2Params,
-  verifyPermit2Approval,
-} from '../chains/permit2-approval.ts';
 import type { SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
+import type { ApprovalSubmission, VerifiedApproval } from '../kinds/kind.ts';
+import { kindOf } from '../kinds/registry.ts';
 import { applyTransition, expireIfDue, type Intent, loadIntent } from '../store/intent-store.ts';
 import { stringifyJson } from '../store/json.ts';
 
-export type ApprovalSubmission =
-  | { type: 'permit2'; signature: string }
-  | { type: 'psbt'; psbt: string }
-  | { type: 'cosign'; transaction: string; userAddress: string };
+export type { ApprovalSubmission } from '../kinds/kind.ts';
 
-const TYPE_FOR_MECHANISM = { permit2: 'permit2', htlc: 'psbt', cosign: 'cosign', rgblock: 'psbt' } as const;
-
-interface Verified {
-  canonical: string;
-  approval: unknown;
-  execution: unknown;
-}
-
-async function verify(
+/** The source network's kind verifies the approval against what it stored at creation. */
+function verify(
   ctx: SwapContext,
   intent: Intent,
-  s: ApprovalSubmission,
+  submission: ApprovalSubmission,
   checkAllowance: boolean,
-): Promise<Verified> {
-  const stored = JSON.parse(intent.row.verify_context) as unknown;
-  switch (s.type) {
-    case 'permit2': {
-      const pc = stored as Permit2Context;
-      const network = ctx.catalog.network(intent.sourceChain);
-      const { canonical } = await verifyPermit2Approval(
-        pc,
-        s.signature,
-        network,
-        ctx.gateway,
-        checkAllowance,
-        ctx.verifier,
-      );
-      // The typed data handed out at creation, built from this same stored context (the signature was
-      // checked against it), is what the resolver submits: not rebuilt and hashed again here.
-      const typedData =
-        (intent.paramsToSign as Partial<Permit2Params> | null)?.typedData ??
-        permit2Params(pc, pc.witness.resolver).typedData;
-      return {
-        canonical,
-        approval: { type: 'permit2', signature: canonical },
-        execution: { signature: canonical, owner: pc.owner, nonce: pc.nonce, typedData },
-      };
-    }
-    case 'psbt': {
-      const { txid, txHex } = verifyHtlcApproval(stored as HtlcContext, s.psbt);
-      return {
-        canonical: txHex,
-        approval: { type: 'psbt', psbt: s.psbt },
-        execution: { fundingTxid: txid, fundingTxHex: txHex },
-      };
-    }
-    case 'cosign': {
-      const { canonical, signedTransaction } = await verifyCosignApproval(stored as CosignContext, s);
-      return {
-        canonical,
-        approval: { type: 'cosign', transaction: signedTransaction, userAddress: s.userAddress },
-        execution: { signedTransaction },
-      };
-    }
-  }
+): Promise<VerifiedApproval> {
+  const network = ctx.catalog.network(intent.sourceChain);
+  return kindOf(network).verifyApproval({
+    gateway: ctx.gateway,
+    verifier: ctx.verifier,
+    network,
+    intent,
+    submission,
+    checkAllowance,
+  });
 }
 
 function digestOf(mechanism: string, canonical: string): string {
@@ -93,7 +45,7 @@ async function compareWithStored(ctx: SwapContext, intent: Intent, s: ApprovalSu
     if (intent.status === 'Expired') throw E.INTENT_EXPIRED.create(intent.id);
     throw E.INVALID_TRANSITION.create('approve', intent.status);
   }
-  let v: Verified;
+  let v: VerifiedApproval;
   try {
     v = await verify(ctx, intent, s, false);
   } catch {
@@ -111,7 +63,7 @@ export async function addApproval(
   s: ApprovalSubmission,
 ): Promise<Intent> {
   let intent = await expireIfDue(ctx.db, await loadIntent(ctx.db, intentId, { apiKeyId }), ctx.now());
-  const expected = TYPE_FOR_MECHANISM[intent.mechanism];
+  const expected = kindOf(ctx.catalog.network(intent.sourceChain)).submission;
   if (s.type !== expected) throw E.APPROVAL_MECHANISM_MISMATCH.create(expected, s.type);
   if (intent.status !== 'Initiated') return compareWithStored(ctx, intent, s);
 

@@ -2,10 +2,12 @@
  * Networks and tokens, from the configuration. Lookups are case-insensitive on token addresses for
  * EVM networks (0x hex) and exact elsewhere (base58 is case-sensitive).
  */
-import type { NetworkConfig, NetworkType, TokenConfig } from '../config.ts';
+import type { NetworkConfig, TokenConfig } from '../config.ts';
 import { E } from '../errors.ts';
+import type { ApprovalMechanism } from '../kinds/kind.ts';
+import { kindOf } from '../kinds/registry.ts';
 
-export type ApprovalMechanism = 'permit2' | 'htlc' | 'cosign' | 'rgblock';
+export type { ApprovalMechanism } from '../kinds/kind.ts';
 
 export const PAGE = {
   /** Default and maximum page sizes of `/tokens` and `/swaps` (both surfaces). */
@@ -38,20 +40,19 @@ export function paginate<T>(
 }
 
 export function mechanismFor(network: NetworkConfig, token: TokenConfig): ApprovalMechanism {
-  if (token.rgb) return 'rgblock';
-  switch (network.type) {
-    case 'EVM':
-    case 'TRON':
-      return 'permit2';
-    case 'BITCOIN':
-      return 'htlc';
-    case 'SOLANA':
-      return 'cosign';
-  }
+  return token.rgb ? 'rgblock' : kindOf(network).mechanism;
 }
 
-function tokenKey(type: NetworkType | undefined, address: string): string {
-  return type === 'EVM' || address.startsWith('0x') ? address.toLowerCase() : address;
+/** Throws INVALID_ADDRESS unless `address` is an address of `network`. */
+export function checkAddress(field: string, address: string, network: NetworkConfig): void {
+  if (!kindOf(network).isAddress(address, network))
+    throw E.INVALID_ADDRESS.create(field, `not a ${network.type} address of network ${network.id}`);
+}
+
+/** A token address as looked up on `network` (unknown network: as a 0x address is, else exact). */
+function tokenKey(network: NetworkConfig | undefined, address: string): string {
+  if (network) return kindOf(network).tokenKey(address);
+  return address.startsWith('0x') ? address.toLowerCase() : address;
 }
 
 export class Catalog {
@@ -65,7 +66,7 @@ export class Catalog {
     this.tokens = tokens;
     for (const n of networks) this.#networks.set(n.id, n);
     for (const t of tokens)
-      this.#tokens.set(`${t.network_id}/${tokenKey(this.#networks.get(t.network_id)?.type, t.address)}`, t);
+      this.#tokens.set(`${t.network_id}/${tokenKey(this.#networks.get(t.network_id), t.address)}`, t);
   }
 
   network(id: number): NetworkConfig {
@@ -80,7 +81,7 @@ export class Catalog {
 
   token(networkId: number, address: string): TokenConfig {
     const n = this.network(networkId);
-    const t = this.#tokens.get(`${networkId}/${tokenKey(n.type, address)}`);
+    const t = this.#tokens.get(`${networkId}/${tokenKey(n, address)}`);
     if (!t) throw E.UNKNOWN_TOKEN.create(networkId, address);
     return t;
   }
@@ -88,7 +89,7 @@ export class Catalog {
   /** Networks, optionally only those listing a token with this address. */
   listNetworks(token?: string): NetworkConfig[] {
     if (token === undefined || token === '') return [...this.networks];
-    return this.networks.filter((n) => this.#tokens.has(`${n.id}/${tokenKey(n.type, token)}`));
+    return this.networks.filter((n) => this.#tokens.has(`${n.id}/${tokenKey(n, token)}`));
   }
 
   /** Tokens filtered by network and by `q` (symbol or name substring, or exact address), in config order. */

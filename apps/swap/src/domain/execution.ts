@@ -10,12 +10,10 @@
  * safe until then; after the deadline + safety margin the user refunds (HTLC refund leaf, escrow).
  */
 
-import { fulfilCommitmentScript } from '@rgbx/chains/btc';
-import { type HtlcContext, htlcOf } from '../chains/htlc-approval.ts';
-import { type Leg, legRecord } from '../chains/settlement/legs.ts';
-import { readAcceptanceTips, verifyLeg } from '../chains/settlement/verify.ts';
 import type { SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
+import { kindOf } from '../kinds/registry.ts';
+import { readAcceptanceTips, verifyLeg } from '../settlement/verify.ts';
 import {
   applyTransition,
   expireIfDue,
@@ -23,10 +21,9 @@ import {
   type IntentPatch,
   loadIntent,
 } from '../store/intent-store.ts';
+import { type Leg, legRecord } from '../store/legs.ts';
 import type { Trigger } from './lifecycle.ts';
 import { canTransition } from './lifecycle.ts';
-
-const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 async function loadForResolver(ctx: SwapContext, resolverId: string, id: string): Promise<Intent> {
   return expireIfDue(ctx.db, await loadIntent(ctx.db, id, { resolverId }), ctx.now());
@@ -40,15 +37,6 @@ function requireTransition(intent: Intent, trigger: Trigger): void {
   }
 }
 
-function htlcContext(intent: Intent): HtlcContext {
-  return JSON.parse(intent.row.verify_context) as HtlcContext;
-}
-
-function execution<T>(intent: Intent): T {
-  if (!intent.row.execution) throw E.INVALID_TRANSITION.create('execute', intent.status);
-  return JSON.parse(intent.row.execution) as T;
-}
-
 export async function acceptIntent(ctx: SwapContext, resolverId: string, id: string): Promise<Intent> {
   const intent = await loadForResolver(ctx, resolverId, id);
   requireTransition(intent, 'accept');
@@ -56,11 +44,10 @@ export async function acceptIntent(ctx: SwapContext, resolverId: string, id: str
   const tips = await readAcceptanceTips(ctx, intent);
   const patch: IntentPatch = { accepted_at: ctx.now(), accepted_tips: JSON.stringify(tips) };
   const details: Record<string, unknown> = { tips };
-  if (intent.mechanism === 'htlc') {
-    // Funds are locked only once a resolver commits: the service broadcasts the approved funding tx.
-    const ex = execution<{ fundingTxid: string; fundingTxHex: string }>(intent);
-    await ctx.gateway.bitcoin().broadcast(ex.fundingTxHex, ex.fundingTxid);
-    details.broadcast = ex.fundingTxid;
+  const source = kindOf(ctx.catalog.network(intent.sourceChain));
+  if (source.onAccept) {
+    if (!intent.row.execution) throw E.INVALID_TRANSITION.create('execute', intent.status);
+    Object.assign(details, await source.onAccept(ctx.gateway, intent));
   }
   return applyTransition(ctx.db, intent, 'accept', `resolver:${resolverId}`, patch, ctx.now(), details);
 }
@@ -192,40 +179,17 @@ export async function reportRefund(
   }));
 }
 
-/** What a resolver needs to execute: the public intent plus the mechanism's execution data. */
-export function resolverExecutionData(intent: Intent): Record<string, unknown> | null {
+/** What a resolver needs to execute: the source kind's view of the approved execution data. */
+export function resolverExecutionData(ctx: SwapContext, intent: Intent): Record<string, unknown> | null {
   if (!intent.row.execution) return null;
   const ex = JSON.parse(intent.row.execution) as Record<string, unknown>;
-  if (intent.mechanism === 'htlc') {
-    const hc = htlcContext(intent);
-    const htlc = htlcOf(hc);
-    return {
-      funding_txid: hc.fundingTxid,
-      funding_tx_hex: ex.fundingTxHex,
-      htlc_vout: hc.htlcVout,
-      amount: hc.amount,
-      htlc_address: htlc.address,
-      locktime: hc.locktime,
-      network: hc.network,
-      secret_hash: hc.secretHash,
-      resolver_pubkey: hex(htlc.resolverKey),
-      user_pubkey: hex(htlc.userKey),
-      claim_script: hex(htlc.claimScript),
-      refund_script: hex(htlc.refundScript),
-      claim_control_block: hex(htlc.claimControlBlock),
-      refund_control_block: hex(htlc.refundControlBlock),
-    };
-  }
-  if (intent.mechanism === 'permit2') {
-    return { permit2_signature: ex.signature, owner: ex.owner, nonce: ex.nonce, typed_data: ex.typedData };
-  }
-  return { signed_transaction: ex.signedTransaction };
+  return kindOf(ctx.catalog.network(intent.sourceChain)).executionView(intent, ex);
 }
 
 /**
- * The output script a Bitcoin fulfilment of `intent` must include (settlement/bitcoin.ts); null when
- * the destination is not Bitcoin.
+ * The output script a fulfilment of `intent` must include (Bitcoin destinations: its OP_RETURN
+ * commitment); null when the destination kind checks the sender instead.
  */
 export function fulfilCommitmentOf(ctx: SwapContext, intent: Intent): string | null {
-  return ctx.catalog.network(intent.destChain).type === 'BITCOIN' ? fulfilCommitmentScript(intent.id) : null;
+  return kindOf(ctx.catalog.network(intent.destChain)).fulfilCommitment(intent.id);
 }

@@ -6,20 +6,17 @@
 import { randomUUID } from 'node:crypto';
 import { isUniqueViolation } from '@rgbx/store';
 import type { Insertable } from 'kysely';
-import { rpcAddress } from '../chains/chain-gateway.ts';
-import { buildCosignApproval } from '../chains/cosign-approval.ts';
-import { buildHtlcApproval, outpointsOf } from '../chains/htlc-approval.ts';
-import { buildPermit2Context, newPermit2Nonce, permit2Params } from '../chains/permit2-approval.ts';
 import { resolverById, type SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
+import type { BuiltApproval } from '../kinds/kind.ts';
+import { kindOf } from '../kinds/registry.ts';
 import { type IntentTable, pairColumns, type SwapDatabase, type SwapDb } from '../store/database.ts';
 import { type Intent, isPostgres, toIntent } from '../store/intent-store.ts';
 import { stringifyJson } from '../store/json.ts';
-import { bitcoinSource, btcNetworkOf, checkAddress, solanaKeyMatches } from './addresses.ts';
+import { checkAddress } from './catalog.ts';
 import { transition } from './lifecycle.ts';
 import { PreimageVault } from './preimage-vault.ts';
 import { loadQuote, type Quote } from './quotes.ts';
-import { identityFor } from './resolvers.ts';
 
 export interface IntentInput {
   quoteId: string;
@@ -43,13 +40,6 @@ async function reservedOutpoints(ctx: SwapContext): Promise<Set<string>> {
   return new Set(rows.map((r) => r.outpoint));
 }
 
-interface Built {
-  params: unknown;
-  context: { proxyAddress: string } & Record<string, unknown>;
-  nonce?: { owner: string; nonce: string };
-  outpoints: string[];
-}
-
 async function buildApproval(
   ctx: SwapContext,
   quote: Quote,
@@ -57,96 +47,35 @@ async function buildApproval(
   intentId: string,
   secretHash: string,
   deadline: number,
-): Promise<Built> {
+): Promise<BuiltApproval> {
   const network = ctx.catalog.network(quote.sourceChain);
+  if (quote.approvalMechanism === 'rgblock')
+    throw E.NO_ROUTE.createWith({ details: { reason: 'RGB asset sources are not supported yet' } });
+  const kind = kindOf(network);
   const resolver = resolverById(ctx, quote.resolverId);
-  const resolverAddress = resolver?.enabled ? identityFor(resolver.identity, network.type) : undefined;
+  const resolverAddress = resolver?.enabled ? kind.identity(resolver.identity) : undefined;
   if (!resolverAddress)
     throw E.NO_ROUTE.createWith({ details: { reason: 'the quoting resolver is no longer available' } });
-
-  switch (quote.approvalMechanism) {
-    case 'permit2': {
-      const token = ctx.catalog.token(network.id, quote.sourceToken);
-      if (token.wrapped_token_address) {
-        throw E.NO_ROUTE.createWith({
-          details: {
-            reason: 'native coins cannot be moved by Permit2: wrap first',
-            wrapped_token_address: token.wrapped_token_address,
-          },
-        });
-      }
-      const nonce = newPermit2Nonce();
-      const context = buildPermit2Context({
-        network,
-        intentId,
-        owner: input.sourceAddress,
-        token: quote.sourceToken,
-        amount: quote.sourceAmountLots,
-        resolverAddress,
-        secretHash,
-        destChainId: quote.destChain,
-        destToken: quote.destToken,
-        destAddress: input.destinationAddress,
-        minDestAmount: quote.minDestAmountLots,
-        maxDestAmount: quote.maxDestAmountLots,
-        deadline,
-        nonce,
-      });
-      return {
-        params: permit2Params(context, resolverAddress),
-        context: context as unknown as Built['context'],
-        nonce: { owner: rpcAddress(network, input.sourceAddress), nonce: String(nonce) },
-        outpoints: [],
-      };
-    }
-    case 'htlc': {
-      if (!input.sourcePublicKey) throw E.PUBLIC_KEY_REQUIRED.create();
-      const btcNet = btcNetworkOf(network);
-      const source = bitcoinSource(input.sourceAddress, input.sourcePublicKey, btcNet);
-      const { context, params } = await buildHtlcApproval({
-        gateway: ctx.gateway.bitcoin(),
-        network: btcNet,
-        source,
-        sourceAddress: input.sourceAddress,
-        secretHash,
-        resolverPubkey: resolverAddress,
-        amount: quote.sourceAmountLots,
-        // Fulfilments are accepted until the deadline; the user's refund opens only after the safety
-        // margin, so a resolver that fulfils at the last moment still has time to claim.
-        locktime: deadline + ctx.config.swap.refund_safety_margin_secs,
-        feeRate: ctx.config.bitcoin.fee_rate_sat_vb,
-        minConfirmations: ctx.config.bitcoin.min_confirmations,
-        reserved: await reservedOutpoints(ctx),
-      });
-      return { params, context: context as unknown as Built['context'], outpoints: outpointsOf(context) };
-    }
-    case 'cosign': {
-      if (!input.sourcePublicKey) throw E.PUBLIC_KEY_REQUIRED.create();
-      if (!solanaKeyMatches(input.sourcePublicKey, input.sourceAddress)) {
-        throw E.INVALID_ADDRESS.create(
-          'sourcePublicKey',
-          'is not the public key of the Solana source address',
-        );
-      }
-      const token = ctx.catalog.token(network.id, quote.sourceToken);
-      if (token.wrapped_token_address) {
-        throw E.NO_ROUTE.createWith({
-          details: { reason: 'only native SOL sources are co-signed', token: token.address },
-        });
-      }
-      const { context, params } = await buildCosignApproval({
-        gateway: ctx.gateway,
-        network,
-        intentId,
-        resolverAddress,
-        userAddress: input.sourceAddress,
-        lamports: quote.sourceAmountLots,
-      });
-      return { params, context: context as unknown as Built['context'], outpoints: [] };
-    }
-    case 'rgblock':
-      throw E.NO_ROUTE.createWith({ details: { reason: 'RGB asset sources are not supported yet' } });
-  }
+  return kind.buildApproval({
+    gateway: ctx.gateway,
+    config: ctx.config,
+    network,
+    token: ctx.catalog.token(network.id, quote.sourceToken),
+    sourceToken: quote.sourceToken,
+    intentId,
+    resolverAddress,
+    sourceAddress: input.sourceAddress,
+    sourcePublicKey: input.sourcePublicKey ?? null,
+    amount: quote.sourceAmountLots,
+    secretHash,
+    deadline,
+    destChain: quote.destChain,
+    destToken: quote.destToken,
+    destAddress: input.destinationAddress,
+    minDestAmount: quote.minDestAmountLots,
+    maxDestAmount: quote.maxDestAmountLots,
+    reserved: () => reservedOutpoints(ctx),
+  });
 }
 
 export async function createIntent(

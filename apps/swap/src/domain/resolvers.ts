@@ -9,6 +9,7 @@
  */
 
 import type { NetworkConfig, NetworkType, RateConfig, ResolverConfig, TokenConfig } from '../config.ts';
+import { kindOf } from '../kinds/registry.ts';
 import { convert, minusBps, parseDecimal, parseLots } from './amounts.ts';
 
 export interface RfqRequest {
@@ -41,18 +42,9 @@ export interface Resolver {
   quote(req: RfqRequest): Promise<ResolverQuote | null>;
 }
 
-/** The resolver's identity on a source network of `type`, or undefined when it has none. */
+/** The resolver's identity on a network of `type`, or undefined when it has none. */
 export function identityFor(identity: ResolverIdentity, type: NetworkType): string | undefined {
-  switch (type) {
-    case 'BITCOIN':
-      return identity.bitcoinClaimPubkey;
-    case 'EVM':
-      return identity.evmAddress;
-    case 'TRON':
-      return identity.tronAddress;
-    case 'SOLANA':
-      return identity.solanaAddress;
-  }
+  return kindOf(type).identity(identity);
 }
 
 function sameToken(a: string, b: string): boolean {

@@ -7,9 +7,9 @@
  */
 import type { FastifyReply } from '@rgbx/service-kit';
 import { ping } from '@rgbx/store';
-import { networkTip } from '../chains/settlement/verify.ts';
 import type { SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
+import { networkTip } from '../settlement/verify.ts';
 
 const CHAIN_TIMEOUT_MS = 3000;
 const CHAIN_CACHE_MS = 2000;

@@ -33,7 +33,7 @@ function resolverView(ctx: SwapContext, i: Intent): Resolver.ResolverIntent {
     deadline_secs: i.deadline,
     secret_hash: i.secretHash,
     refund_address: i.refundAddress,
-    execution: resolverExecutionData(i),
+    execution: resolverExecutionData(ctx, i),
     fulfil_commitment: fulfilCommitmentOf(ctx, i),
   };
 }

@@ -3,9 +3,6 @@
  * rename these through their field maps. Amounts leave as decimal strings.
  */
 import type { A } from '@rgbx/contracts/swap';
-import type { CosignParams } from '../chains/cosign-approval.ts';
-import type { HtlcParams } from '../chains/htlc-approval.ts';
-import type { Permit2Params } from '../chains/permit2-approval.ts';
 import type { NetworkConfig, TokenConfig } from '../config.ts';
 import type { Affiliate } from '../domain/affiliates.ts';
 import type { ApprovalMechanism } from '../domain/catalog.ts';
@@ -81,16 +78,10 @@ export function intentCreatedA(i: Intent): A.IntentCreated {
     secretHash: i.secretHash,
     approvalMechanism: mechanismA(i.mechanism),
   };
-  switch (i.mechanism) {
-    case 'permit2':
-      return { ...base, permit2: i.paramsToSign as Permit2Params as A.Permit2Approval };
-    case 'htlc':
-      return { ...base, htlc: i.paramsToSign as HtlcParams };
-    case 'cosign':
-      return { ...base, cosign: i.paramsToSign as CosignParams };
-    default:
-      return base;
-  }
+  // The approval data sits under the mechanism's own name (`permit2`, `htlc`, `cosign`), as built by
+  // the source network's kind; `rgblock` intents are never created.
+  if (i.mechanism === 'rgblock') return base;
+  return { ...base, [i.mechanism]: i.paramsToSign } as A.IntentCreated;
 }
 
 export function swapRecordA(i: Intent): A.SwapRecord {

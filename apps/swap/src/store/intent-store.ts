@@ -6,11 +6,11 @@
  * writers cannot both move the same intent: the loser sees 0 rows and gets INVALID_TRANSITION.
  */
 import { type Kysely, PostgresAdapter, type Selectable, type Transaction, type Updateable } from 'kysely';
-import { insertLeg, type LegProof, type LegRecord, parseSettlement } from '../chains/settlement/legs.ts';
 import type { ApprovalMechanism } from '../domain/catalog.ts';
 import { EXPIRABLE, type IntentStatus, isStatus, type Trigger, transition } from '../domain/lifecycle.ts';
 import { E } from '../errors.ts';
 import { type IntentTable, ms, type SwapDatabase, type SwapDb, type SwapPair } from './database.ts';
+import { insertLeg, type LegProof, type LegRecord, parseSettlement } from './legs.ts';
 
 export type IntentRow = Selectable<IntentTable>;
 export type Executor = SwapDb | Transaction<SwapDatabase>;

@@ -14,10 +14,23 @@
 import { createHash } from 'node:crypto';
 import type { EvmLog, EvmReceipt } from '@rgbx/chains/evm';
 import { uuidToBytes32 } from '@rgbx/chains/evm';
-import { identityFor } from '../../domain/resolvers.ts';
-import { type ChainGateway, rpcAddress } from '../chain-gateway.ts';
-import type { Permit2Context } from '../permit2-approval.ts';
-import { type LegCheck, refuse, requireAfter, requireConfirmations, type VerifiedLeg } from './check.ts';
+import type { ChainGateway } from '../../chains/chain-gateway.ts';
+import type { ResolverIdentity } from '../../domain/resolvers.ts';
+import {
+  type LegCheck,
+  refuse,
+  requireAfter,
+  requireConfirmations,
+  type VerifiedLeg,
+} from '../../settlement/check.ts';
+import type { Permit2Context } from './permit2-approval.ts';
+
+/** How a permit2 kind (EVM, Tron) names addresses on its JSON-RPC and its resolver. */
+export interface EvmAddressing {
+  /** The 20-byte 0x form of an address of this network. */
+  toRpc(address: string): `0x${string}`;
+  resolver(identity: ResolverIdentity): string | undefined;
+}
 
 /** keccak256 of the event signatures (checked against viem in settlement.test.ts). */
 export const TOPICS = {
@@ -53,8 +66,8 @@ async function load(gateway: ChainGateway, check: LegCheck): Promise<{ receipt: 
   return { receipt, conf };
 }
 
-function escrowEvent(check: LegCheck, receipt: EvmReceipt, topic: string): EvmLog {
-  const escrow = rpcAddress(check.network, check.network.escrow_address!);
+function escrowEvent(check: LegCheck, receipt: EvmReceipt, topic: string, a: EvmAddressing): EvmLog {
+  const escrow = a.toRpc(check.network.escrow_address!);
   const id = uuidToBytes32(check.intent.id).toLowerCase();
   const log = receipt.logs.find((l) => l.address === escrow && l.topics[0] === topic && l.topics[1] === id);
   if (!log)
@@ -68,7 +81,11 @@ function escrowEvent(check: LegCheck, receipt: EvmReceipt, topic: string): EvmLo
   return log;
 }
 
-export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Promise<VerifiedLeg> {
+export async function verifyEvmLeg(
+  gateway: ChainGateway,
+  check: LegCheck,
+  a: EvmAddressing,
+): Promise<VerifiedLeg> {
   const { intent, network } = check;
   const { receipt, conf } = await load(gateway, check);
   const rpc = gateway.evm(network);
@@ -81,10 +98,10 @@ export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Prom
   requireAfter(check, receipt.blockNumber);
 
   if (check.leg === 'fulfil') {
-    const resolver = identityFor(check.resolver, network.type);
+    const resolver = a.resolver(check.resolver);
     if (!resolver) refuse('resolver_identity', `the resolver has no address on network ${network.id}`);
-    const from = rpcAddress(network, resolver);
-    const to = rpcAddress(network, intent.userDestAddress);
+    const from = a.toRpc(resolver);
+    const to = a.toRpc(intent.userDestAddress);
     if (intent.destToken.toLowerCase() === NATIVE_TOKEN) {
       const tx = await rpc.transaction(check.txHash);
       if (!tx) refuse('not_found', 'the transaction is not known to the node');
@@ -105,7 +122,7 @@ export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Prom
         sender: resolver,
       };
     }
-    const token = rpcAddress(network, intent.destToken);
+    const token = a.toRpc(intent.destToken);
     const transfers = receipt.logs.filter((l) => l.topics[0] === TOPICS.Transfer && l.topics.length === 3);
     if (!transfers.some((l) => l.address === token))
       refuse('token', `the transaction moves no ${intent.destToken}`);
@@ -140,9 +157,9 @@ export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Prom
   const escrow = network.escrow_address!;
 
   if (check.leg === 'deposit') {
-    const ev = escrowEvent(check, receipt, TOPICS.Deposited);
-    const owner = rpcAddress(network, pc.owner);
-    const token = rpcAddress(network, pc.token);
+    const ev = escrowEvent(check, receipt, TOPICS.Deposited, a);
+    const owner = a.toRpc(pc.owner);
+    const token = a.toRpc(pc.token);
     if (ev.topics[2] !== padAddress(owner)) refuse('owner', 'the escrow locked the tokens of another owner');
     if (ev.topics[3] !== padAddress(token)) refuse('token', 'the escrow locked another token');
     const amount = BigInt(word(ev.data, 0));
@@ -151,7 +168,7 @@ export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Prom
         locked: amount.toString(),
         required: intent.sourceAmountLots.toString(),
       });
-    const resolver = rpcAddress(network, pc.witness.resolver);
+    const resolver = a.toRpc(pc.witness.resolver);
     if (`0x${word(ev.data, 1).slice(-40)}` !== resolver)
       refuse('resolver', 'the lock names another resolver');
     if (word(ev.data, 2) !== intent.secretHash.toLowerCase())
@@ -168,7 +185,7 @@ export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Prom
         l.address === token &&
         l.topics[0] === TOPICS.Transfer &&
         topicAddress(l.topics[1]) === owner &&
-        topicAddress(l.topics[2]) === rpcAddress(network, escrow) &&
+        topicAddress(l.topics[2]) === a.toRpc(escrow) &&
         BigInt(l.data) === amount,
     );
     if (!pulled) refuse('transfer', 'no Transfer of the locked amount from the owner to the escrow');
@@ -183,7 +200,7 @@ export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Prom
   }
 
   if (check.leg === 'claim') {
-    const ev = escrowEvent(check, receipt, TOPICS.Claimed);
+    const ev = escrowEvent(check, receipt, TOPICS.Claimed, a);
     const preimage = Buffer.from(word(ev.data, 0).slice(2), 'hex');
     if (`0x${createHash('sha256').update(preimage).digest('hex')}` !== intent.secretHash.toLowerCase())
       refuse('preimage', 'the claim does not reveal the preimage');
@@ -197,8 +214,8 @@ export async function verifyEvmLeg(gateway: ChainGateway, check: LegCheck): Prom
     };
   }
 
-  const ev = escrowEvent(check, receipt, TOPICS.Refunded);
-  if (topicAddress(ev.topics[2]) !== rpcAddress(network, pc.owner))
+  const ev = escrowEvent(check, receipt, TOPICS.Refunded, a);
+  if (topicAddress(ev.topics[2]) !== a.toRpc(pc.owner))
     refuse('recipient', 'the refund went to another owner');
   return {
     ...at,

@@ -1,50 +1,25 @@
 /**
  * The one entry point every settlement report goes through (deposit, fulfil, claim, refund; from
  * the resolver API or the user): normalize the transaction id, refuse one that already settles a
- * leg, then the network type's verifier (bitcoin.ts, evm.ts, solana.ts). Nothing is ever "recorded
+ * leg, then the network kind's verifier (`kinds/<kind>/settlement.ts`). Nothing is ever "recorded
  * as reported": a leg is either proven on chain or refused.
  */
-import { type NetworkConfig, settlementConfirmations } from '../../config.ts';
-import { resolverById, type SwapContext } from '../../context.ts';
-import { E } from '../../errors.ts';
-import type { Intent } from '../../store/intent-store.ts';
-import { bitcoinTip, verifyBitcoinLeg } from './bitcoin.ts';
-import { type After, type LegCheck, refuse, type VerifiedLeg } from './check.ts';
-import { evmTip, verifyEvmLeg } from './evm.ts';
-import { assertTxUnused, type Leg, type LegProof, type LegRecord } from './legs.ts';
-import { solanaTip, verifySolanaLeg } from './solana.ts';
+import { type NetworkConfig, settlementConfirmations } from '../config.ts';
+import { resolverById, type SwapContext } from '../context.ts';
+import { E } from '../errors.ts';
+import { kindOf } from '../kinds/registry.ts';
+import type { Intent } from '../store/intent-store.ts';
+import { assertTxUnused, type Leg, type LegProof, type LegRecord } from '../store/legs.ts';
+import type { After, LegCheck } from './check.ts';
 
-const TXID = /^[0-9a-f]{64}$/;
-const EVM_TX = /^0x[0-9a-f]{64}$/;
-const BASE58_SIG = /^[1-9A-HJ-NP-Za-km-z]{64,88}$/;
-
-/** The canonical text of a transaction id on `network` (lower-case hex, 0x for EVM/Tron, base58 for Solana). */
+/** The canonical text of a transaction id on `network` (refused as `malformed_tx_hash` when it is none). */
 export function normalizeTxHash(network: NetworkConfig, txHash: string): string {
-  if (network.type === 'BITCOIN') {
-    const h = txHash.toLowerCase();
-    if (!TXID.test(h)) refuse('malformed_tx_hash', 'a Bitcoin txid is 64 hex characters');
-    return h;
-  }
-  if (network.type === 'EVM' || network.type === 'TRON') {
-    const h = (txHash.startsWith('0x') ? txHash : `0x${txHash}`).toLowerCase();
-    if (!EVM_TX.test(h)) refuse('malformed_tx_hash', 'a transaction hash is 32 bytes of 0x-hex');
-    return h;
-  }
-  if (!BASE58_SIG.test(txHash)) refuse('malformed_tx_hash', 'a Solana transaction id is a base58 signature');
-  return txHash;
+  return kindOf(network).normalizeTxHash(txHash);
 }
 
 /** The tip (height, block number, slot) of `network` now. */
 export function networkTip(ctx: SwapContext, network: NetworkConfig): Promise<bigint> {
-  switch (network.type) {
-    case 'BITCOIN':
-      return bitcoinTip(ctx.gateway);
-    case 'EVM':
-    case 'TRON':
-      return evmTip(ctx.gateway, { network });
-    case 'SOLANA':
-      return solanaTip(ctx.gateway, { network });
-  }
+  return kindOf(network).tip(ctx.gateway, network);
 }
 
 /** Tips of the intent's source and destination networks, recorded when the resolver accepts. */
@@ -75,13 +50,14 @@ export function mustFollow(
     const tip = tips[String(network.id)];
     return { event: 'acceptance', height: tip === undefined ? null : BigInt(tip), sameBlock: false };
   };
+  const source = kindOf(network);
   if (leg === 'fulfil') return acceptance();
-  if (leg === 'deposit') return intent.mechanism === 'htlc' ? null : acceptance();
+  if (leg === 'deposit') return source.depositIsOwnTransaction ? null : acceptance();
   if (!deposit) return acceptance();
   return {
     event: 'deposit',
     height: deposit.blockHeight === null ? null : BigInt(deposit.blockHeight),
-    sameBlock: !(leg === 'refund' && intent.mechanism === 'cosign'),
+    sameBlock: leg === 'claim' || source.refundSpendsDeposit,
   };
 }
 
@@ -109,18 +85,6 @@ export async function verifyLeg(
     resolver: resolver.identity,
     refundSafetyMarginSecs: ctx.config.swap.refund_safety_margin_secs,
   };
-  let verified: VerifiedLeg;
-  switch (network.type) {
-    case 'BITCOIN':
-      verified = await verifyBitcoinLeg(ctx.gateway, check);
-      break;
-    case 'EVM':
-    case 'TRON':
-      verified = await verifyEvmLeg(ctx.gateway, check);
-      break;
-    case 'SOLANA':
-      verified = await verifySolanaLeg(ctx.gateway, check);
-      break;
-  }
+  const verified = await kindOf(network).verifyLeg(ctx.gateway, check);
   return { ...verified, leg, networkId: network.id, txHash: tx, verifiedAt: ctx.now() };
 }

@@ -6,8 +6,8 @@
  */
 import { isUniqueViolation } from '@rgbx/store';
 import type { Transaction } from 'kysely';
-import { E } from '../../errors.ts';
-import type { SwapDatabase, SwapDb } from '../../store/database.ts';
+import { E } from '../errors.ts';
+import type { SwapDatabase, SwapDb } from './database.ts';
 
 export const LEGS = ['deposit', 'fulfil', 'claim', 'refund'] as const;
 export type Leg = (typeof LEGS)[number];

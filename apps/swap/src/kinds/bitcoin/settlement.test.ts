@@ -18,14 +18,14 @@ import {
 } from '@rgbx/chains/btc';
 import { Transaction } from '@scure/btc-signer';
 import { describe, expect, it } from 'vitest';
+import type { BitcoinGateway, BitcoinTxInfo, ChainGateway } from '../../chains/chain-gateway.ts';
 import type { NetworkConfig } from '../../config.ts';
+import type { After, LegCheck } from '../../settlement/check.ts';
 import type { Intent } from '../../store/intent-store.ts';
+import type { Leg, LegRecord } from '../../store/legs.ts';
 import { btcKey } from '../../test-support.ts';
-import type { BitcoinGateway, BitcoinTxInfo, ChainGateway } from '../chain-gateway.ts';
-import type { HtlcContext } from '../htlc-approval.ts';
-import { minedHeight, verifyBitcoinLeg } from './bitcoin.ts';
-import type { After, LegCheck } from './check.ts';
-import type { Leg, LegRecord } from './legs.ts';
+import type { HtlcContext } from './htlc-approval.ts';
+import { minedHeight, verifyBitcoinLeg } from './settlement.ts';
 
 const NETWORK = { id: 1, type: 'BITCOIN', bitcoin_network: 'regtest' } as unknown as NetworkConfig;
 

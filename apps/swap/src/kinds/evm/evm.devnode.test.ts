@@ -23,7 +23,7 @@ import {
   startTestService,
   type TestService,
   testDatabases,
-} from '../test-support.ts';
+} from '../../test-support.ts';
 
 const dbs = testDatabases();
 let node: EvmDevnode;

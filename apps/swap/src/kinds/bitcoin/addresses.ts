@@ -1,52 +1,24 @@
 /**
- * Address and public-key checks per network type. Addresses are checked for the network they are
- * used on (source and refund on the source network, destination on the destination network); a
- * Bitcoin source address must be P2TR or P2WPKH and match `sourcePublicKey`.
+ * Bitcoin addresses: the network's address encoding, the script an address pays, and the check that
+ * a source address (P2TR key path or P2WPKH) belongs to the submitted public key.
  */
 import type { BtcNetwork } from '@rgbx/chains/btc';
-import { isTronAddress } from '@rgbx/chains/tron';
-import { base58 } from '@scure/base';
 import { Address, NETWORK, OutScript, p2tr, p2wpkh, TEST_NETWORK } from '@scure/btc-signer';
-import type { NetworkConfig } from '../config.ts';
-import { E } from '../errors.ts';
+import type { NetworkConfig } from '../../config.ts';
+import { E } from '../../errors.ts';
 
 type BtcSignerNetwork = typeof NETWORK;
 
 const REGTEST: BtcSignerNetwork = { bech32: 'bcrt', pubKeyHash: 0x6f, scriptHash: 0xc4, wif: 0xef };
 
 export function btcNetworkOf(n: NetworkConfig): BtcNetwork {
-  const v = n.bitcoin_network ?? 'regtest';
-  return v;
+  return n.bitcoin_network ?? 'regtest';
 }
 
 export function btcSignerNetwork(n: BtcNetwork): BtcSignerNetwork {
   if (n === 'mainnet') return NETWORK;
   if (n === 'regtest') return REGTEST;
   return TEST_NETWORK;
-}
-
-const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
-
-export function isEvmAddress(s: string): boolean {
-  return EVM_ADDRESS.test(s);
-}
-
-export function isSolanaAddress(s: string): boolean {
-  if (s.length < 32 || s.length > 44) return false;
-  try {
-    return base58.decode(s).length === 32;
-  } catch {
-    return false;
-  }
-}
-
-/** True when `publicKey` (base58 address form, or 64 hex chars) is the key of the Solana `address`. */
-export function solanaKeyMatches(publicKey: string, address: string): boolean {
-  if (!isSolanaAddress(address)) return false;
-  if (/^(0x)?[0-9a-fA-F]{64}$/.test(publicKey)) {
-    return Buffer.from(publicKey.replace(/^0x/, ''), 'hex').equals(Buffer.from(base58.decode(address)));
-  }
-  return publicKey === address;
 }
 
 /** The scriptPubKey of a Bitcoin address, or undefined if it is not one of `network`. */
@@ -56,26 +28,6 @@ export function bitcoinScript(address: string, network: BtcNetwork): Uint8Array 
   } catch {
     return undefined;
   }
-}
-
-/** Throws INVALID_ADDRESS unless `address` is an address of `network`. */
-export function checkAddress(field: string, address: string, network: NetworkConfig): void {
-  let ok: boolean;
-  switch (network.type) {
-    case 'EVM':
-      ok = isEvmAddress(address);
-      break;
-    case 'TRON':
-      ok = isTronAddress(address);
-      break;
-    case 'SOLANA':
-      ok = isSolanaAddress(address);
-      break;
-    case 'BITCOIN':
-      ok = bitcoinScript(address, btcNetworkOf(network)) !== undefined;
-      break;
-  }
-  if (!ok) throw E.INVALID_ADDRESS.create(field, `not a ${network.type} address of network ${network.id}`);
 }
 
 export interface BitcoinSource {

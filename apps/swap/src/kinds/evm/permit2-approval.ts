@@ -18,10 +18,10 @@ import {
   permit2TypedDataToJson,
 } from '@rgbx/chains/evm';
 import { buildTronPermit2Message, buildTronPermit2TypedData } from '@rgbx/chains/tron';
-import type { NetworkConfig } from '../config.ts';
-import { E, verificationFailure } from '../errors.ts';
-import type { ChainGateway } from './chain-gateway.ts';
-import { inlineVerifier, type SignatureVerifier } from './verify-pool.ts';
+import type { ChainGateway } from '../../chains/chain-gateway.ts';
+import { inlineVerifier, type SignatureVerifier } from '../../chains/verify-pool.ts';
+import type { NetworkConfig } from '../../config.ts';
+import { E, verificationFailure } from '../../errors.ts';
 
 /** What is stored to rebuild the typed data at verification (bigints as decimal strings). */
 export interface Permit2Context {
@@ -78,6 +78,8 @@ export function newPermit2Nonce(): number {
 }
 
 export function buildPermit2Context(args: {
+  /** EIP-712 (EVM) or TIP-712 (Tron). */
+  kind: Permit2Context['kind'];
   network: NetworkConfig;
   intentId: string;
   owner: string;
@@ -95,7 +97,7 @@ export function buildPermit2Context(args: {
 }): Permit2Context {
   const n = args.network;
   return {
-    kind: n.type === 'TRON' ? 'tron' : 'evm',
+    kind: args.kind,
     chainId: String(n.chain_id),
     permit2Address: n.permit2_address!,
     token: args.token,
@@ -232,6 +234,8 @@ export async function verifyPermit2Approval(
   gateway: ChainGateway,
   checkAllowance: boolean,
   verifier: SignatureVerifier = inlineVerifier,
+  /** The 20-byte 0x form of an address of this network (Tron base58 → hex). */
+  toRpc: (address: string) => `0x${string}` = (a) => a.toLowerCase() as `0x${string}`,
 ): Promise<{ canonical: string }> {
   if (typeof signature !== 'string' || !/^(0x)?[0-9a-fA-F]{128,130}$/.test(signature)) {
     throw E.INVALID_SIGNATURE.createWith(
@@ -259,7 +263,12 @@ export async function verifyPermit2Approval(
     signatureError(err);
   }
   if (checkAllowance && network.verify_allowance) {
-    const allowance = await gateway.allowance(network, ctx.token, ctx.owner, ctx.permit2Address);
+    const allowance = await gateway.allowance(
+      network,
+      toRpc(ctx.token),
+      toRpc(ctx.owner),
+      toRpc(ctx.permit2Address),
+    );
     if (allowance < BigInt(ctx.amount)) {
       throw E.PERMIT2_ALLOWANCE_INSUFFICIENT.createWith({
         details: {

@@ -19,9 +19,9 @@ import {
   scriptHash,
   verifySignedFundingPsbt,
 } from '@rgbx/chains/btc';
-import type { BitcoinSource } from '../domain/addresses.ts';
-import { E, verificationFailure } from '../errors.ts';
-import type { BitcoinGateway } from './chain-gateway.ts';
+import type { BitcoinGateway } from '../../chains/chain-gateway.ts';
+import { E, verificationFailure } from '../../errors.ts';
+import type { BitcoinSource } from './addresses.ts';
 
 export const MAX_FUNDING_INPUTS = 50;
 

@@ -14,9 +14,15 @@
  * node's `confirmations`.
  */
 import { decodeSolanaTransaction, systemTransfers } from '@rgbx/chains/sol';
-import type { ChainGateway } from '../chain-gateway.ts';
-import type { CosignContext } from '../cosign-approval.ts';
-import { type LegCheck, refuse, requireAfter, requireConfirmations, type VerifiedLeg } from './check.ts';
+import type { ChainGateway } from '../../chains/chain-gateway.ts';
+import {
+  type LegCheck,
+  refuse,
+  requireAfter,
+  requireConfirmations,
+  type VerifiedLeg,
+} from '../../settlement/check.ts';
+import type { CosignContext } from './cosign-approval.ts';
 
 /** The wrapped-SOL mint names native SOL in the token list. */
 export const NATIVE_SOL_MINT = 'So11111111111111111111111111111111111111112';

@@ -20,7 +20,7 @@ import { type Devnet, startDevnet } from '@rgbx/devnet';
 import { ResolverClient, SigningCheckError, SwapApiError, SwapClient, signHtlcApproval } from '@rgbx/sdk';
 import { SigHash, Transaction } from '@scure/btc-signer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestChains, type TestChains } from '../test-chains.ts';
+import { startTestChains, type TestChains } from '../../test-chains.ts';
 import {
   btcKey,
   DIALECTS,
@@ -33,7 +33,7 @@ import {
   type TestService,
   testClock,
   testDatabases,
-} from '../test-support.ts';
+} from '../../test-support.ts';
 
 const dbs = testDatabases();
 let devnet: Devnet;
@@ -299,7 +299,7 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
       ).toEqual({
         status: 'UserDeposited',
       });
-      const { startScheduler } = await import('../domain/scheduler.ts');
+      const { startScheduler } = await import('../../domain/scheduler.ts');
       const scheduler = startScheduler(s.ctx, 3_600_000);
       expect(await scheduler.tick()).toBeGreaterThanOrEqual(1);
       await scheduler.stop();

@@ -2,11 +2,11 @@
  * What every network's verifier is given and the rules they share: the failure envelope
  * (TX_NOT_VERIFIED with a machine-readable reason), confirmations and the "mined after" rule.
  */
-import type { NetworkConfig } from '../../config.ts';
-import type { ResolverIdentity } from '../../domain/resolvers.ts';
-import { E } from '../../errors.ts';
-import type { Intent } from '../../store/intent-store.ts';
-import type { Leg, LegProof, LegRecord } from './legs.ts';
+import type { NetworkConfig } from '../config.ts';
+import type { ResolverIdentity } from '../domain/resolvers.ts';
+import { E } from '../errors.ts';
+import type { Intent } from '../store/intent-store.ts';
+import type { Leg, LegProof, LegRecord } from '../store/legs.ts';
 
 export interface LegCheck {
   intent: Intent;

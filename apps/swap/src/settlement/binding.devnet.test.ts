@@ -20,6 +20,7 @@ import { type Devnet, startDevnet } from '@rgbx/devnet';
 import { type IntentCreated, signCosignApproval } from '@rgbx/sdk';
 import { generateKeyPairSigner, type KeyPairSigner, signBytes } from '@solana/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BitcoinGateway, type ChainGateway, createChainGateway } from '../chains/chain-gateway.ts';
 import { fakeTxHash, startTestChains, type TestChains } from '../test-chains.ts';
 import {
   btcKey,
@@ -34,7 +35,6 @@ import {
   testClock,
   testDatabases,
 } from '../test-support.ts';
-import { type BitcoinGateway, type ChainGateway, createChainGateway } from './chain-gateway.ts';
 
 const dbs = testDatabases();
 let devnet: Devnet;

@@ -31,9 +31,9 @@ const SOLANA_PROGRAMS = new Set<string>([
   'Sysvar1111111111111111111111111111111111111',
 ]);
 
-import type { NetworkConfig } from '../config.ts';
-import { E, verificationFailure } from '../errors.ts';
-import type { ChainGateway } from './chain-gateway.ts';
+import type { ChainGateway } from '../../chains/chain-gateway.ts';
+import type { NetworkConfig } from '../../config.ts';
+import { E, verificationFailure } from '../../errors.ts';
 
 export interface CosignContext {
   unsignedTransaction: string;

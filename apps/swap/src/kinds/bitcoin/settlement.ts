@@ -15,11 +15,17 @@
 import { createHash } from 'node:crypto';
 import { fulfilCommitmentScript, reversedHex, sha256d } from '@rgbx/chains/btc';
 import { Address, OutScript, Transaction } from '@scure/btc-signer';
-import { bitcoinScript, btcNetworkOf, btcSignerNetwork } from '../../domain/addresses.ts';
+import type { BitcoinGateway, BitcoinTxInfo, ChainGateway } from '../../chains/chain-gateway.ts';
 import { E } from '../../errors.ts';
-import type { BitcoinGateway, BitcoinTxInfo, ChainGateway } from '../chain-gateway.ts';
-import { type HtlcContext, htlcOf } from '../htlc-approval.ts';
-import { type LegCheck, refuse, requireAfter, requireConfirmations, type VerifiedLeg } from './check.ts';
+import {
+  type LegCheck,
+  refuse,
+  requireAfter,
+  requireConfirmations,
+  type VerifiedLeg,
+} from '../../settlement/check.ts';
+import { bitcoinScript, btcNetworkOf, btcSignerNetwork } from './addresses.ts';
+import { type HtlcContext, htlcOf } from './htlc-approval.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
