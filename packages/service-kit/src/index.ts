@@ -35,6 +35,14 @@ export {
   type ValidationIssue,
 } from './errors.ts';
 export {
+  HttpClient,
+  type HttpClientOptions,
+  type HttpReply,
+  HttpReplyTooLargeError,
+  type HttpRequestOptions,
+  HttpTimeoutError,
+} from './http-client.ts';
+export {
   type ClientErrorLike,
   clientErrorInfo,
   DEFAULT_HTTP_TIMEOUTS,

@@ -1,4 +1,11 @@
+import { HttpClient } from '@rgbx/service-kit/http-client';
 import { isLosslessNumber, parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
+
+/** The largest reply read (a verbose block of a full 4 MB block is tens of MB; this only stops a runaway). */
+export const BITCOIND_MAX_REPLY_BYTES = 256 * 1024 * 1024;
+
+/** One pool of kept-alive sockets for every bitcoind client of the process (the agent keys it by host). */
+let shared: HttpClient | undefined;
 
 /** An error answered by bitcoind itself: its code and message are passed through unchanged. */
 export class BitcoindRpcError extends Error {
@@ -16,9 +23,14 @@ export class BitcoindRpcError extends Error {
 export class BitcoindUnavailableError extends Error {
   override readonly name = 'BitcoindUnavailableError';
   constructor(method: string, cause: unknown, url?: string) {
-    // fetch wraps socket errors ("fetch failed"); the code underneath (ECONNREFUSED…) is what helps.
-    const inner = (cause as { cause?: { code?: string; message?: string } } | undefined)?.cause;
-    const reason = inner?.code ?? inner?.message ?? (cause instanceof Error ? cause.message : String(cause));
+    // A socket error's code (ECONNREFUSED…) is what helps, also when wrapped (fetch's "fetch failed").
+    const c = cause as { code?: unknown; cause?: { code?: string; message?: string } } | undefined;
+    const inner = c?.cause;
+    const reason =
+      inner?.code ??
+      inner?.message ??
+      (typeof c?.code === 'string' ? c.code : undefined) ??
+      (cause instanceof Error ? cause.message : String(cause));
     super(`bitcoind ${method}${url ? ` at ${url}` : ''}: ${reason}`, { cause });
   }
 }
@@ -30,6 +42,8 @@ export interface BitcoindRpcOptions {
   password: string;
   /** Per-request timeout; default 30 s. */
   timeoutMs?: number;
+  /** The largest reply read; default {@link BITCOIND_MAX_REPLY_BYTES}. */
+  maxReplyBytes?: number;
 }
 
 export interface BatchItem {
@@ -41,7 +55,8 @@ export interface BatchItem {
 export type LosslessValue = unknown;
 
 /**
- * Minimal bitcoind JSON-RPC client over HTTP (keep-alive fetch). `call` parses numbers as JS numbers
+ * Minimal bitcoind JSON-RPC client over HTTP (the kit's {@link HttpClient}: kept-alive sockets, a
+ * deadline per call, a bounded reply). `call` parses numbers as JS numbers
  * (heights, counts); `callLossless` keeps every number's exact text so amounts survive and objects can
  * be re-serialized byte-for-byte in bitcoind's own number format.
  *
@@ -53,12 +68,14 @@ export class BitcoindRpc {
   readonly url: string;
   readonly #auth: string;
   readonly #timeoutMs: number;
+  readonly #maxReplyBytes: number;
   #nextId = 1;
 
   constructor(opts: BitcoindRpcOptions) {
     this.url = opts.url;
     this.#auth = `Basic ${Buffer.from(`${opts.user}:${opts.password}`).toString('base64')}`;
     this.#timeoutMs = opts.timeoutMs ?? 30_000;
+    this.#maxReplyBytes = opts.maxReplyBytes ?? BITCOIND_MAX_REPLY_BYTES;
   }
 
   /** Same credentials, another endpoint path (e.g. `/wallet/miner`). */
@@ -69,7 +86,13 @@ export class BitcoindRpc {
       string,
       string,
     ];
-    return new BitcoindRpc({ url: u.toString(), user, password, timeoutMs: this.#timeoutMs });
+    return new BitcoindRpc({
+      url: u.toString(),
+      user,
+      password,
+      timeoutMs: this.#timeoutMs,
+      maxReplyBytes: this.#maxReplyBytes,
+    });
   }
 
   async call<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
@@ -121,27 +144,30 @@ export class BitcoindRpc {
   }
 
   async #post(method: string, body: string): Promise<string> {
-    let res: Response;
+    shared ??= new HttpClient();
+    let status: number;
+    let text: string;
     try {
-      res = await fetch(this.url, {
-        method: 'POST',
+      const reply = await shared.request(this.url, {
         headers: { authorization: this.#auth, 'content-type': 'application/json' },
         body,
-        signal: AbortSignal.timeout(this.#timeoutMs),
+        timeoutMs: this.#timeoutMs,
+        maxReplyBytes: this.#maxReplyBytes,
+        // bitcoind drops idle connections (rpcservertimeout): a reset before any answer was never read.
+        retryStaleSocket: true,
       });
+      status = reply.status;
+      text = reply.body.toString('utf8');
     } catch (err) {
+      // A timeout or an oversized reply (the kit's errors) is named by its message; a socket error by its code.
       throw new BitcoindUnavailableError(method, err, this.url);
     }
-    const text = await res.text();
     // bitcoind answers RPC errors with HTTP 404/500 and a JSON body; only non-JSON is a transport failure.
-    if (res.status === 401 || res.status === 403) {
-      throw new BitcoindUnavailableError(
-        method,
-        new Error(`HTTP ${res.status}: check rpc_user/rpc_password`),
-      );
+    if (status === 401 || status === 403) {
+      throw new BitcoindUnavailableError(method, new Error(`HTTP ${status}: check rpc_user/rpc_password`));
     }
     if (!text.startsWith('{') && !text.startsWith('[')) {
-      throw new BitcoindUnavailableError(method, new Error(`HTTP ${res.status}: ${text.slice(0, 200)}`));
+      throw new BitcoindUnavailableError(method, new Error(`HTTP ${status}: ${text.slice(0, 200)}`));
     }
     return text;
   }

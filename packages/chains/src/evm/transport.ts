@@ -1,6 +1,7 @@
 /**
- * The JSON-RPC transport under the EVM/Tron reads: one POST per call on kept-alive `node:http(s)`
- * sockets, handed to viem as a `custom` transport (viem still encodes, decodes and formats).
+ * The JSON-RPC transport under the EVM/Tron reads: one POST per call through the kit's shared HTTP
+ * client (kept-alive `node:http(s)` sockets), handed to viem as a `custom` transport (viem still
+ * encodes, decodes and formats).
  *
  * Why not viem's `http` transport: per call it builds a WHATWG `Request`, an eagerly constructed
  * `TimeoutError`, an `AbortController` and an undici `fetch` with web streams. Measured on the
@@ -13,8 +14,7 @@
  * {@link JsonRpcAnswerError} carrying the node's `code` and `data`, which viem maps to its own
  * errors (a revert's data included) and the readers turn into `rpc`.
  */
-import http from 'node:http';
-import https from 'node:https';
+import { HttpClient, HttpReplyTooLargeError, HttpTimeoutError } from '@rgbx/service-kit/http-client';
 import { preview } from '../bytes.ts';
 import { RpcReadError } from '../errors.ts';
 
@@ -39,130 +39,83 @@ export interface JsonRpcTransport {
 }
 
 /**
- * A JSON-RPC client for `url` with a per-call deadline of `timeoutMs`. Credentials in the URL
- * (`https://user:pass@node/…`) become a Basic `Authorization` header. A call on a reused socket that
- * the server closed meanwhile (ECONNRESET before any answer) is sent once more on a new one; reads
- * are idempotent.
+ * A JSON-RPC client for `url` with a per-call deadline of `timeoutMs`, on the kit's {@link HttpClient}
+ * (its own pool of kept-alive sockets). Credentials in the URL (`https://user:pass@node/…`) become a
+ * Basic `Authorization` header. A call on a reused socket that the server closed meanwhile
+ * (ECONNRESET before any answer) is sent once more on a new one; reads are idempotent.
  *
  * @example
  * const client = createPublicClient({ transport: custom(jsonRpcTransport(url, 10_000), { retryCount: 0 }) });
  */
 export function jsonRpcTransport(url: string, timeoutMs: number): JsonRpcTransport {
   const u = new URL(url);
-  const mod = u.protocol === 'https:' ? https : http;
   if (u.protocol !== 'http:' && u.protocol !== 'https:')
     throw new RpcReadError('unreachable', 'connect', `expected an http(s) URL, received ${preview(url)}`);
-  const agent = new mod.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 16 });
+  const http = new HttpClient({ maxSockets: 64, maxFreeSockets: 16 });
   const auth =
     u.username || u.password
       ? `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`
       : undefined;
-  const target = {
-    protocol: u.protocol,
-    hostname: u.hostname,
-    port: u.port,
-    path: `${u.pathname}${u.search}`,
-  };
+  const target = new URL(u);
+  target.username = '';
+  target.password = '';
   // Shown in messages without credentials.
   const shown = `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  const headers = { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) };
   let nextId = 0;
 
-  function post(method: string, body: string, deadline: number, retried: boolean): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      let answered = false;
-      const req = mod.request(
-        {
-          ...target,
-          method: 'POST',
-          agent,
-          headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
-            ...(auth ? { authorization: auth } : {}),
-          },
-        },
-        (res) => {
-          answered = true;
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (c: Buffer) => {
-            size += c.length;
-            if (size > MAX_BODY_BYTES) {
-              fail(
-                new RpcReadError(
-                  'bad_response',
-                  method,
-                  `response from ${shown} is over ${MAX_BODY_BYTES} bytes`,
-                ),
-              );
-              return;
-            }
-            chunks.push(c);
-          });
-          res.on('end', () => {
-            clearTimeout(timer);
-            const text = Buffer.concat(chunks).toString('utf8');
-            const status = res.statusCode ?? 0;
-            let json: unknown;
-            try {
-              json = JSON.parse(text);
-            } catch {
-              json = undefined;
-            }
-            const err = (
-              json as { error?: { code?: unknown; message?: unknown; data?: unknown } } | undefined
-            )?.error;
-            if (err && typeof err.code === 'number' && typeof err.message === 'string') {
-              reject(new JsonRpcAnswerError(err.code, err.message, err.data));
-              return;
-            }
-            if (status < 200 || status > 299) {
-              reject(new RpcReadError('http', method, `HTTP ${status} from ${shown}: ${preview(text)}`));
-              return;
-            }
-            if (!json || typeof json !== 'object' || !('result' in json)) {
-              reject(
-                new RpcReadError(
-                  'bad_response',
-                  method,
-                  `expected a JSON-RPC response from ${shown}, received ${preview(text)}`,
-                ),
-              );
-              return;
-            }
-            resolve((json as { result: unknown }).result);
-          });
-          res.on('error', () => {}); // a destroyed request: already settled by fail()
-        },
-      );
-      /** Settles with `e` and drops the socket (a late answer on it must not be read as the next call's). */
-      const fail = (e: RpcReadError) => {
-        clearTimeout(timer);
-        reject(e);
-        req.destroy();
-      };
-      const timer = setTimeout(
-        () => fail(new RpcReadError('timeout', method, `no answer from ${shown} within ${timeoutMs} ms`)),
-        Math.max(0, deadline - Date.now()),
-      );
-      req.on('error', (e: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        if (!answered && !retried && req.reusedSocket && e.code === 'ECONNRESET')
-          return resolve(post(method, body, deadline, true));
-        reject(
-          new RpcReadError('unreachable', method, `cannot reach ${shown}: ${e.code ?? e.message}`, {
-            cause: e,
-          }),
-        );
+  async function post(method: string, body: string): Promise<unknown> {
+    let status: number;
+    let text: string;
+    try {
+      const reply = await http.request(target, {
+        headers,
+        body,
+        timeoutMs,
+        maxReplyBytes: MAX_BODY_BYTES,
+        retryStaleSocket: true,
       });
-      req.end(body);
-    });
+      status = reply.status;
+      text = reply.body.toString('utf8');
+    } catch (e) {
+      if (e instanceof HttpTimeoutError)
+        throw new RpcReadError('timeout', method, `no answer from ${shown} within ${timeoutMs} ms`);
+      if (e instanceof HttpReplyTooLargeError)
+        throw new RpcReadError(
+          'bad_response',
+          method,
+          `response from ${shown} is over ${MAX_BODY_BYTES} bytes`,
+        );
+      const err = e as NodeJS.ErrnoException;
+      throw new RpcReadError('unreachable', method, `cannot reach ${shown}: ${err.code ?? err.message}`, {
+        cause: e,
+      });
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    const err = (json as { error?: { code?: unknown; message?: unknown; data?: unknown } } | undefined)
+      ?.error;
+    if (err && typeof err.code === 'number' && typeof err.message === 'string')
+      throw new JsonRpcAnswerError(err.code, err.message, err.data);
+    if (status < 200 || status > 299)
+      throw new RpcReadError('http', method, `HTTP ${status} from ${shown}: ${preview(text)}`);
+    if (!json || typeof json !== 'object' || !('result' in json))
+      throw new RpcReadError(
+        'bad_response',
+        method,
+        `expected a JSON-RPC response from ${shown}, received ${preview(text)}`,
+      );
+    return (json as { result: unknown }).result;
   }
 
   return {
     request({ method, params }) {
       const body = JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method, params: params ?? [] });
-      return post(method, body, Date.now() + timeoutMs, false);
+      return post(method, body);
     },
   };
 }
