@@ -136,6 +136,8 @@ export class WalletRegistry {
             // for a wallet whose call was cut short (a deadline), which is checked again.
             if (slot.tainted && ctx.online && ctx.id.fingerprint !== slot.running()?.owner)
               ctx.skipConsistencyOnce = true;
+            // Not closed cleanly: a background reopen runs goOnline's consistency check again.
+            else this.#checkedOnline.delete(ctx.id.fingerprint);
             ctx.wallet = null;
             ctx.online = false;
             n++;
