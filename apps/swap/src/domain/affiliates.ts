@@ -2,9 +2,9 @@
  * Affiliate payout configurations, tied to the API key that creates them. Names are unique per key;
  * the payout network and token must be configured, and the address must belong to that network.
  */
-import { isUniqueViolation } from '@rgbx/store';
 import type { SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
+import { apiKeyName, insertAffiliate, listAffiliateRows } from '../store/affiliate-store.ts';
 import { ms } from '../store/database.ts';
 import { checkAddress } from './catalog.ts';
 
@@ -33,45 +33,25 @@ export async function createAffiliate(
   const token = ctx.catalog.token(network.id, input.payoutTokenAddress);
   checkAddress('payoutAddress', input.payoutAddress, network);
   const nowMs = ctx.now();
-  try {
-    await ctx.db
-      .insertInto('affiliates')
-      .values({
-        api_key_id: apiKeyId,
-        affiliate_name: input.affiliateName,
-        payout_address: input.payoutAddress,
-        payout_network_id: network.id,
-        payout_token_address: token.address,
-        created_at: nowMs,
-      })
-      .execute();
-  } catch (err) {
-    if (isUniqueViolation(err)) throw E.AFFILIATE_EXISTS.create(input.affiliateName);
-    throw err;
-  }
-  const key = await ctx.db
-    .selectFrom('api_keys')
-    .select('name')
-    .where('id', '=', apiKeyId)
-    .executeTakeFirstOrThrow();
-  return { ...input, payoutTokenAddress: token.address, apiKeyName: key.name, createdAt: nowMs };
+  const inserted = await insertAffiliate(ctx.db, {
+    api_key_id: apiKeyId,
+    affiliate_name: input.affiliateName,
+    payout_address: input.payoutAddress,
+    payout_network_id: network.id,
+    payout_token_address: token.address,
+    created_at: nowMs,
+  });
+  if (!inserted) throw E.AFFILIATE_EXISTS.create(input.affiliateName);
+  return {
+    ...input,
+    payoutTokenAddress: token.address,
+    apiKeyName: await apiKeyName(ctx.db, apiKeyId),
+    createdAt: nowMs,
+  };
 }
 
 export async function listAffiliates(ctx: SwapContext, apiKeyId: string): Promise<Affiliate[]> {
-  const rows = await ctx.db
-    .selectFrom('affiliates')
-    .innerJoin('api_keys', 'api_keys.id', 'affiliates.api_key_id')
-    .select([
-      'affiliates.affiliate_name',
-      'affiliates.payout_address',
-      'affiliates.payout_network_id',
-      'affiliates.payout_token_address',
-      'affiliates.created_at',
-      'api_keys.name',
-    ])
-    .where('affiliates.api_key_id', '=', apiKeyId)
-    .orderBy('affiliates.id')
-    .execute();
+  const rows = await listAffiliateRows(ctx.db, apiKeyId);
   return rows.map((r) => ({
     affiliateName: r.affiliate_name,
     payoutAddress: r.payout_address,

@@ -20,6 +20,7 @@ import {
   type Intent,
   type IntentPatch,
   loadIntent,
+  markSecretReleased,
 } from '../store/intent-store.ts';
 import { type Leg, legRecord } from '../store/legs.ts';
 import type { Trigger } from './lifecycle.ts';
@@ -129,12 +130,7 @@ export async function releaseSecret(
   if (intent.status !== 'Fulfilled' || intent.row.accepted_at === null) throw E.SECRET_NOT_RELEASED.create();
   const preimage = ctx.vault.open(intent.row.secret_sealed, intent.id);
   try {
-    await ctx.db
-      .updateTable('intents')
-      .set({ secret_released_at: ctx.now() })
-      .where('id', '=', intent.id)
-      .where('secret_released_at', 'is', null)
-      .execute();
+    await markSecretReleased(ctx.db, intent.id, ctx.now());
     return { intent, preimage: `0x${preimage.toString('hex')}` };
   } finally {
     preimage.fill(0);

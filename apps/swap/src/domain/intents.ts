@@ -5,16 +5,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isUniqueViolation } from '@rgbx/store';
-import type { Insertable } from 'kysely';
 import { resolverById, type SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
 import type { BuiltApproval } from '../kinds/kind.ts';
 import { kindOf } from '../kinds/registry.ts';
-import { type IntentTable, pairColumns, type SwapDatabase, type SwapDb } from '../store/database.ts';
-import { type Intent, isPostgres, toIntent } from '../store/intent-store.ts';
+import { pairColumns } from '../store/database.ts';
+import { type Intent, insertIntent, isQuoteUsed, reservedOutpoints } from '../store/intent-store.ts';
 import { stringifyJson } from '../store/json.ts';
 import { checkAddress } from './catalog.ts';
-import { transition } from './lifecycle.ts';
+import { type IntentStatus, transition } from './lifecycle.ts';
 import { PreimageVault } from './preimage-vault.ts';
 import { loadQuote, type Quote } from './quotes.ts';
 
@@ -28,17 +27,7 @@ export interface IntentInput {
 }
 
 /** Statuses whose reserved UTXOs are still held (the funding transaction may still be broadcast). */
-const HOLDING_UTXOS = ['Initiated', 'ApprovalAdded', 'Accepted'];
-
-async function reservedOutpoints(ctx: SwapContext): Promise<Set<string>> {
-  const rows = await ctx.db
-    .selectFrom('reserved_outpoints')
-    .innerJoin('intents', 'intents.id', 'reserved_outpoints.intent_id')
-    .select('reserved_outpoints.outpoint')
-    .where('intents.status', 'in', HOLDING_UTXOS)
-    .execute();
-  return new Set(rows.map((r) => r.outpoint));
-}
+const HOLDING_UTXOS: readonly IntentStatus[] = ['Initiated', 'ApprovalAdded', 'Accepted'];
 
 async function buildApproval(
   ctx: SwapContext,
@@ -74,7 +63,7 @@ async function buildApproval(
     destAddress: input.destinationAddress,
     minDestAmount: quote.minDestAmountLots,
     maxDestAmount: quote.maxDestAmountLots,
-    reserved: () => reservedOutpoints(ctx),
+    reserved: () => reservedOutpoints(ctx.db, HOLDING_UTXOS),
   });
 }
 
@@ -86,12 +75,7 @@ export async function createIntent(
   const quote = await loadQuote(ctx.db, apiKeyId, input.quoteId);
   const nowMs = ctx.now();
   if (quote.expiry * 1000 <= nowMs) throw E.QUOTE_EXPIRED.create(quote.id);
-  const used = await ctx.db
-    .selectFrom('intents')
-    .select('id')
-    .where('quote_id', '=', quote.id)
-    .executeTakeFirst();
-  if (used) throw E.QUOTE_ALREADY_USED.create(quote.id);
+  if (await isQuoteUsed(ctx.db, quote.id)) throw E.QUOTE_ALREADY_USED.create(quote.id);
 
   const sourceNetwork = ctx.catalog.network(quote.sourceChain);
   const destNetwork = ctx.catalog.network(quote.destChain);
@@ -165,58 +149,18 @@ export async function createIntent(
             intent_id: intentId,
           }
         : null;
-      const row =
-        isPostgres(ctx.db) && built.outpoints.length === 0
-          ? await insertIntentStatement(ctx.db, intentRow, eventRow, nonceRow)
-          : await ctx.db.transaction().execute(async (trx) => {
-              await trx.insertInto('intents').values(intentRow).execute();
-              await trx.insertInto('intent_events').values(eventRow).execute();
-              if (nonceRow) await trx.insertInto('permit2_nonces').values(nonceRow).execute();
-              if (built.outpoints.length > 0) {
-                await trx
-                  .insertInto('reserved_outpoints')
-                  .values(built.outpoints.map((outpoint) => ({ outpoint, intent_id: intentId })))
-                  .execute();
-              }
-              return trx
-                .selectFrom('intents')
-                .selectAll()
-                .where('id', '=', intentId)
-                .executeTakeFirstOrThrow();
-            });
-      return { intent: toIntent(row), quote };
+      const intent = await insertIntent(ctx.db, {
+        intent: intentRow,
+        event: eventRow,
+        nonce: nonceRow,
+        outpoints: built.outpoints,
+      });
+      return { intent, quote };
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
-      const again = await ctx.db
-        .selectFrom('intents')
-        .select('id')
-        .where('quote_id', '=', quote.id)
-        .executeTakeFirst();
-      if (again) throw E.QUOTE_ALREADY_USED.create(quote.id);
+      if (await isQuoteUsed(ctx.db, quote.id)) throw E.QUOTE_ALREADY_USED.create(quote.id);
       // A Permit2 nonce collision (1 in 2^52 per pair): build again with another nonce.
       if (attempt >= 2) throw err;
     }
   }
-}
-
-/**
- * PostgreSQL: the intent, its creation event and its Permit2 nonce in one statement (data-modifying
- * CTEs): one round trip instead of six, atomic as the transaction was (a unique violation, e.g. a
- * nonce collision, writes nothing).
- */
-async function insertIntentStatement(
-  db: SwapDb,
-  intentRow: Insertable<IntentTable>,
-  eventRow: Insertable<SwapDatabase['intent_events']>,
-  nonceRow: Insertable<SwapDatabase['permit2_nonces']> | null,
-) {
-  const writes = db
-    .with('i', (q) => q.insertInto('intents').values(intentRow).returningAll())
-    .with('e', (q) => q.insertInto('intent_events').values(eventRow));
-  if (!nonceRow) return writes.selectFrom('i').selectAll().executeTakeFirstOrThrow();
-  return writes
-    .with('n', (q) => q.insertInto('permit2_nonces').values(nonceRow))
-    .selectFrom('i')
-    .selectAll()
-    .executeTakeFirstOrThrow();
 }

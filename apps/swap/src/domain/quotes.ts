@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { E } from '../errors.ts';
 import type { SwapDb, SwapPair } from '../store/database.ts';
 import { ms, pairColumns } from '../store/database.ts';
+import { findQuote, insertQuote, knownAffiliates } from '../store/quote-store.ts';
 import { AmountError, bpsOf, minusBps, parseLots, toLots } from './amounts.ts';
 import { type ApprovalMechanism, type Catalog, mechanismFor } from './catalog.ts';
 import { type Resolver, requestForQuote } from './resolvers.ts';
@@ -128,16 +129,7 @@ export async function createQuote(deps: {
 
   const fees = input.affiliateFees ?? {};
   const names = Object.keys(fees);
-  const affiliates =
-    names.length === 0
-      ? []
-      : await deps.db
-          .selectFrom('affiliates')
-          .select('affiliate_name')
-          .where('api_key_id', '=', deps.apiKeyId)
-          .where('affiliate_name', 'in', names)
-          .execute();
-  const known = new Set(affiliates.map((a) => a.affiliate_name));
+  const known = await knownAffiliates(deps.db, deps.apiKeyId, names);
   const feeBps: Record<string, number> = {};
   let totalFeeBps = 0;
   for (const name of names) {
@@ -214,34 +206,26 @@ export async function createQuote(deps: {
     resolverId: best.resolverId,
     retailUserId: input.retailUserId ?? null,
   };
-  await deps.db
-    .insertInto('quotes')
-    .values({
-      id: quote.id,
-      api_key_id: deps.apiKeyId,
-      resolver_id: quote.resolverId,
-      ...pairColumns(quote),
-      slippage_bps: quote.slippageBps,
-      swap_type: quote.swapType,
-      deposit_type: quote.depositType,
-      approval_mechanism: quote.approvalMechanism,
-      affiliate_fees: JSON.stringify(affiliateFees, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)),
-      retail_user_id: quote.retailUserId,
-      expires_at: quote.expiry * 1000,
-      created_at: nowMs,
-    })
-    .execute();
+  await insertQuote(deps.db, {
+    id: quote.id,
+    api_key_id: deps.apiKeyId,
+    resolver_id: quote.resolverId,
+    ...pairColumns(quote),
+    slippage_bps: quote.slippageBps,
+    swap_type: quote.swapType,
+    deposit_type: quote.depositType,
+    approval_mechanism: quote.approvalMechanism,
+    affiliate_fees: JSON.stringify(affiliateFees, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)),
+    retail_user_id: quote.retailUserId,
+    expires_at: quote.expiry * 1000,
+    created_at: nowMs,
+  });
   return quote;
 }
 
 /** A stored quote of this API key (QUOTE_NOT_FOUND otherwise, also for other keys' quotes). */
 export async function loadQuote(db: SwapDb, apiKeyId: string, id: string): Promise<Quote> {
-  const r = await db
-    .selectFrom('quotes')
-    .selectAll()
-    .where('id', '=', id)
-    .where('api_key_id', '=', apiKeyId)
-    .executeTakeFirst();
+  const r = await findQuote(db, apiKeyId, id);
   if (!r) throw E.QUOTE_NOT_FOUND.create(id);
   const fees = JSON.parse(r.affiliate_fees) as Record<
     string,

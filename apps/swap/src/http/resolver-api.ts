@@ -16,7 +16,7 @@ import {
 } from '../domain/execution.ts';
 import { type IntentStatus, isStatus } from '../domain/lifecycle.ts';
 import { errorReplies as errors } from '../errors.ts';
-import { expireIfDue, type Intent, loadIntent, toIntent } from '../store/intent-store.ts';
+import { expireIfDue, type Intent, listResolverIntents, loadIntent } from '../store/intent-store.ts';
 import { resolverKeyHook, resolverOf } from './auth.ts';
 import { swapRecordA } from './views.ts';
 
@@ -95,16 +95,14 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
           const resolverId = resolverOf(req);
           const limit = req.query.limit ?? PAGE.defaultLimit;
           const offset = req.query.offset ?? 0;
-          let q = ctx.db.selectFrom('intents').where('resolver_id', '=', resolverId);
           const status = req.query.status;
-          if (status && isStatus(status)) q = q.where('status', '=', status as IntentStatus);
-          const [rows, count] = await Promise.all([
-            q.selectAll().orderBy('deadline').orderBy('id').limit(limit).offset(offset).execute(),
-            q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
-          ]);
-          const total = Number(count.n);
+          const { intents, total } = await listResolverIntents(ctx.db, resolverId, {
+            ...(status && isStatus(status) ? { status: status as IntentStatus } : {}),
+            limit,
+            offset,
+          });
           return {
-            data: rows.map((r) => resolverView(ctx, toIntent(r))),
+            data: intents.map((i) => resolverView(ctx, i)),
             pagination: { limit, offset, total, pages: Math.ceil(total / limit) },
           };
         },

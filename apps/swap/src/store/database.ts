@@ -6,7 +6,7 @@
  * read them through `ms()`), deadlines are BIGINT Unix seconds.
  */
 import { columns, type Dialect, type MigrationSet, migrateToLatest, openDatabase } from '@rgbx/store';
-import { type Generated, type Kysely, sql } from 'kysely';
+import { type Generated, type Kysely, PostgresAdapter, sql } from 'kysely';
 
 /** A BIGINT column as the drivers return it (better-sqlite3: number; pg: string). */
 export type BigIntColumn = number | string;
@@ -409,4 +409,9 @@ export function pairColumns(q: SwapPair) {
     min_dest_lots: q.minDestAmountLots.toString(),
     max_dest_lots: q.maxDestAmountLots.toString(),
   };
+}
+
+/** PostgreSQL runs data-modifying CTEs (one round trip for several writes); SQLite does not. */
+export function isPostgres(db: Kysely<SwapDatabase>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
 }

@@ -5,11 +5,19 @@
  * one statement, when no settlement leg is recorded with it). Two racing
  * writers cannot both move the same intent: the loser sees 0 rows and gets INVALID_TRANSITION.
  */
-import { type Kysely, PostgresAdapter, type Selectable, type Transaction, type Updateable } from 'kysely';
+import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { ApprovalMechanism } from '../domain/catalog.ts';
 import { EXPIRABLE, type IntentStatus, isStatus, type Trigger, transition } from '../domain/lifecycle.ts';
 import { E } from '../errors.ts';
-import { type IntentTable, ms, type SwapDatabase, type SwapDb, type SwapPair } from './database.ts';
+import { insertAtomically } from './atomic.ts';
+import {
+  type IntentTable,
+  isPostgres,
+  ms,
+  type SwapDatabase,
+  type SwapDb,
+  type SwapPair,
+} from './database.ts';
 import { insertLeg, type LegProof, type LegRecord, parseSettlement } from './legs.ts';
 
 export type IntentRow = Selectable<IntentTable>;
@@ -216,11 +224,6 @@ async function invalidTransition(db: Kysely<SwapDatabase>, id: string, trigger: 
   return E.INVALID_TRANSITION.create(trigger.replace('_', ' '), current?.status ?? 'none');
 }
 
-/** PostgreSQL runs data-modifying CTEs (one round trip for several writes); SQLite does not. */
-export function isPostgres(db: Kysely<SwapDatabase>): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
-}
-
 /** Deadline check applied before anything else: an expirable intent past its deadline becomes Expired. */
 export async function expireIfDue(db: SwapDb, intent: Intent, nowMs: number): Promise<Intent> {
   if (!EXPIRABLE.includes(intent.status) || intent.deadline * 1000 > nowMs) return intent;
@@ -287,4 +290,67 @@ export async function listIntents(
     q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { items: rows.map(toIntent), total: Number(count.n) };
+}
+
+/** The outpoints that intents in `statuses` have reserved for their funding transactions. */
+export async function reservedOutpoints(db: SwapDb, statuses: readonly IntentStatus[]): Promise<Set<string>> {
+  const rows = await db
+    .selectFrom('reserved_outpoints')
+    .innerJoin('intents', 'intents.id', 'reserved_outpoints.intent_id')
+    .select('reserved_outpoints.outpoint')
+    .where('intents.status', 'in', [...statuses])
+    .execute();
+  return new Set(rows.map((r) => r.outpoint));
+}
+
+/** Whether an intent was already created from `quoteId`. */
+export async function isQuoteUsed(db: SwapDb, quoteId: string): Promise<boolean> {
+  const used = await db.selectFrom('intents').select('id').where('quote_id', '=', quoteId).executeTakeFirst();
+  return used !== undefined;
+}
+
+/** A new intent with its creation event, its Permit2 nonce and its reserved outpoints, all or nothing. */
+export async function insertIntent(
+  db: SwapDb,
+  rows: {
+    intent: Insertable<IntentTable>;
+    event: Insertable<SwapDatabase['intent_events']>;
+    nonce: Insertable<SwapDatabase['permit2_nonces']> | null;
+    outpoints: string[];
+  },
+): Promise<Intent> {
+  const row = await insertAtomically(db, { table: 'intents', values: rows.intent }, [
+    { table: 'intent_events', values: rows.event },
+    ...(rows.nonce ? [{ table: 'permit2_nonces' as const, values: rows.nonce }] : []),
+    {
+      table: 'reserved_outpoints',
+      values: rows.outpoints.map((outpoint) => ({ outpoint, intent_id: rows.intent.id })),
+    },
+  ]);
+  return toIntent(row);
+}
+
+/** Records the first release of the preimage (later releases keep the first time). */
+export async function markSecretReleased(db: SwapDb, id: string, nowMs: number): Promise<void> {
+  await db
+    .updateTable('intents')
+    .set({ secret_released_at: nowMs })
+    .where('id', '=', id)
+    .where('secret_released_at', 'is', null)
+    .execute();
+}
+
+/** A page of the intents `resolverId` quoted, optionally in one status, by deadline. */
+export async function listResolverIntents(
+  db: SwapDb,
+  resolverId: string,
+  page: { status?: IntentStatus; limit: number; offset: number },
+): Promise<{ intents: Intent[]; total: number }> {
+  let q = db.selectFrom('intents').where('resolver_id', '=', resolverId);
+  if (page.status) q = q.where('status', '=', page.status);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('deadline').orderBy('id').limit(page.limit).offset(page.offset).execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { intents: rows.map(toIntent), total: Number(count.n) };
 }
