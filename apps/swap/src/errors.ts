@@ -21,129 +21,187 @@ import {
   Type,
 } from '@rgbx/service-kit';
 
-export const E = defineErrors({
+/**
+ * The one table: per error its integer `code` (25 is fixed by the spec; the others are ours and
+ * stable), HTTP status, message, description, the Hotpot `entity` it is about (its Go SDK decodes
+ * `{code, message, entity}`) and the kit's codes (Fastify, Ajv, the JSON parser) answered as it.
+ */
+const TABLE = {
   UNAUTHORIZED: {
+    code: 1,
+    kitAliases: ['FORBIDDEN'],
     status: 401,
     message: 'Missing or invalid API key (send it in the X-API-Key header)',
     description: 'No X-API-Key header, an unknown key, or a revoked key.',
   },
   VALIDATION_ERROR: {
+    code: 2,
+    kitAliases: ['UNPROCESSABLE_ENTITY'],
     status: 400,
     message: 'Request validation failed',
     description:
       'Body, query or path parameters do not match the schema; details.validation lists the issues.',
   },
-  INVALID_JSON: { status: 400, message: 'Invalid JSON body', description: 'The body is not valid JSON.' },
+  INVALID_JSON: {
+    code: 3,
+    status: 400,
+    message: 'Invalid JSON body',
+    description: 'The body is not valid JSON.',
+  },
   ROUTE_NOT_FOUND: {
+    code: 4,
+    kitAliases: ['NOT_FOUND'],
     status: 404,
     message: (method: string, path: string) => `Route ${method} ${path} not found`,
     description: 'No such route.',
   },
   INTENT_NOT_FOUND: {
+    code: 5,
+    entity: 'Intent',
     status: 404,
     message: (id: string) => `Intent ${id} not found`,
     description: 'Unknown intent, or one created with another API key.',
   },
   QUOTE_NOT_FOUND: {
+    code: 6,
+    entity: 'Quote',
     status: 404,
     message: (id: string) => `Quote ${id} not found`,
     description: 'Unknown quote, or one created with another API key.',
   },
   QUOTE_EXPIRED: {
+    code: 7,
+    entity: 'Quote',
     status: 422,
     message: (id: string) => `Quote ${id} has expired; request a new quote`,
     description: 'The quote expiry passed before the intent was created.',
   },
   QUOTE_ALREADY_USED: {
+    code: 8,
+    entity: 'Quote',
     status: 409,
     message: (id: string) => `Quote ${id} already made an intent`,
     description: 'A quote makes at most one intent.',
   },
   NO_ROUTE: {
+    code: 9,
+    entity: 'Quote',
     status: 422,
     message: 'No resolver quotes this pair',
     description: 'No enabled resolver answered the request for quote (RGB sources are never quoted yet).',
   },
   UNKNOWN_NETWORK: {
+    code: 10,
+    entity: 'Network',
     status: 422,
     message: (id: number) => `Unknown network ${id}`,
     description: 'The network id is not configured.',
   },
   UNKNOWN_TOKEN: {
+    code: 11,
+    entity: 'Token',
     status: 422,
     message: (network: number, token: string) => `Unknown token ${token} on network ${network}`,
     description: 'The token is not configured on that network.',
   },
   INVALID_AMOUNT: {
+    code: 12,
+    entity: 'Quote',
     status: 422,
     message: (reason: string) => `Invalid amount: ${reason}`,
     description: 'Not a positive amount, more decimals than the token has, or outside the resolver limits.',
   },
   INVALID_ADDRESS: {
+    code: 13,
+    entity: 'Address',
     status: 422,
     message: (field: string, reason: string) => `Invalid ${field}: ${reason}`,
     description: 'An address or public key does not belong to the network, or does not match.',
   },
   PUBLIC_KEY_REQUIRED: {
+    code: 14,
+    entity: 'Address',
     status: 422,
     message: 'sourcePublicKey (user_source_public_key) is required for Bitcoin and Solana sources',
     description: 'Bitcoin and Solana sources need the public key of the source address.',
   },
   INSUFFICIENT_FUNDS: {
+    code: 15,
+    entity: 'Address',
     status: 422,
     message: (needed: string, found: string) =>
       `The source address has ${found} sats spendable; ${needed} are needed (amount and fee)`,
     description: 'Bitcoin source: the UTXOs found through the Electrum indexer do not cover amount + fee.',
   },
   INVALID_TRANSITION: {
+    code: 16,
+    entity: 'Intent',
     status: 409,
     message: (trigger: string, status: string) => `Cannot ${trigger} an intent in status ${status}`,
     description: 'The lifecycle table has no such transition from the current status.',
   },
   INTENT_EXPIRED: {
+    code: 17,
+    entity: 'Intent',
     status: 422,
     message: (id: string) => `Intent ${id} is past its deadline`,
     description: 'The action needs an intent before its deadline.',
   },
   APPROVAL_PAYLOAD_COUNT: {
+    code: 18,
+    entity: 'Approval',
     status: 400,
     message: 'Exactly one of permit2, psbt, cosign must be provided',
     description: 'Surface A approvals carry exactly one payload.',
   },
   APPROVAL_MECHANISM_MISMATCH: {
+    code: 19,
+    entity: 'Approval',
     status: 422,
     message: (expected: string, got: string) => `This intent expects a ${expected} approval, got ${got}`,
     description: 'Approval data is never converted between mechanisms.',
   },
   APPROVAL_CONFLICT: {
+    code: 20,
+    entity: 'Approval',
     status: 409,
     message: 'A different approval was already added to this intent',
     description: 'Re-posting the same approval is idempotent; a different one is refused.',
   },
   INVALID_SIGNATURE: {
+    code: 21,
+    entity: 'Approval',
     status: 422,
     message: (reason: string) => `Permit2 signature rejected: ${reason}`,
     description: 'Malformed signature, or the recovered signer is not the source address.',
   },
   INVALID_PSBT: {
+    code: 22,
+    entity: 'Approval',
     status: 422,
     message: (reason: string) => `PSBT rejected: ${reason}`,
     description:
       'Not a PSBT, changed transaction (inputs, outputs, locktime…), or a missing/invalid signature on a listed input.',
   },
   INVALID_COSIGN: {
+    code: 23,
+    entity: 'Approval',
     status: 422,
     message: (reason: string) => `Co-signed transaction rejected: ${reason}`,
     description:
       'Not our transaction, wrong or missing user signature at position 1, or positions 0/2 touched.',
   },
   TX_NOT_VERIFIED: {
+    code: 24,
+    entity: 'Transaction',
     status: 422,
     message: (reason: string) => `Reported transaction not verified: ${reason}`,
     description:
       'A reported transaction is not on chain yet, not confirmed enough, or does not do what it should.',
   },
   TX_ALREADY_USED: {
+    code: 37,
+    entity: 'Transaction',
     status: 409,
     message: (tx: string, by: string) =>
       `Transaction ${tx} already settles ${by}; one transaction settles one leg of one intent`,
@@ -151,31 +209,42 @@ export const E = defineErrors({
       'A reported transaction already settles a leg (of this or another intent): a payment is never counted twice.',
   },
   RESOLVER_NOT_ASSIGNED: {
+    code: 26,
+    entity: 'Resolver',
     status: 404,
     message: (id: string) => `Intent ${id} not found`,
     description: 'Resolver API: the intent was quoted by another resolver (answered like an unknown intent).',
   },
   SECRET_NOT_RELEASED: {
+    code: 27,
+    entity: 'Htlc',
     status: 409,
     message: 'The secret is released only to the accepting resolver once the intent is Fulfilled',
     description: 'Resolver API: preimage requested too early.',
   },
   AFFILIATE_EXISTS: {
+    code: 28,
+    entity: 'Affiliate',
     status: 409,
     message: (name: string) => `Affiliate ${name} already exists for this API key`,
     description: 'Affiliate names are unique per API key.',
   },
   AFFILIATE_NOT_FOUND: {
+    code: 29,
+    entity: 'Affiliate',
     status: 422,
     message: (name: string) => `Affiliate ${name} is not configured for this API key`,
     description: 'A quote named an affiliate fee for an affiliate this key has not created.',
   },
   UPSTREAM_UNAVAILABLE: {
+    code: 30,
     status: 503,
     message: (what: string) => `${what} is unavailable; retry later`,
     description: 'The Electrum indexer or an EVM RPC could not be reached.',
   },
   PERMIT2_ALLOWANCE_INSUFFICIENT: {
+    code: 25,
+    entity: 'Approval',
     status: 422,
     message:
       'Permit2 is not approved for this token: approve the Permit2 contract on chain, then submit again',
@@ -183,128 +252,91 @@ export const E = defineErrors({
       'The ERC-20/TRC-20 allowance of the source address to the Permit2 contract is below the source amount (spec: code 25).',
   },
   PAYLOAD_TOO_LARGE: {
+    code: 31,
     status: 413,
     message: 'Request body is too large',
     description: 'Body over the limit.',
   },
   UNSUPPORTED_MEDIA_TYPE: {
+    code: 32,
     status: 415,
     message: (ct: string) => `Unsupported media type: ${ct}`,
     description: 'Bodies are application/json.',
   },
-  METHOD_NOT_ALLOWED: { status: 405, message: 'Method Not Allowed', description: 'Wrong method.' },
-  BAD_REQUEST: { status: 400, message: 'Bad Request', description: 'Malformed request (headers, URL).' },
+  METHOD_NOT_ALLOWED: {
+    code: 33,
+    status: 405,
+    message: 'Method Not Allowed',
+    description: 'Wrong method.',
+  },
+  BAD_REQUEST: {
+    code: 34,
+    kitAliases: [
+      'TOO_MANY_REQUESTS',
+      'NOT_ACCEPTABLE',
+      'CONFLICT',
+      'MALFORMED_REQUEST',
+      'LENGTH_REQUIRED',
+      'URI_TOO_LONG',
+      'RANGE_NOT_SATISFIABLE',
+    ],
+    status: 400,
+    message: 'Bad Request',
+    description: 'Malformed request (headers, URL).',
+  },
   REQUEST_TIMEOUT: {
+    code: 38,
     status: 408,
     message: 'Request not received in time',
     description:
       'The request (headers and body) did not arrive within the server timeout; the connection is closed.',
   },
   HEADERS_TOO_LARGE: {
+    code: 39,
     status: 431,
     message: 'Request headers are too large',
     description: 'The request headers exceed the server limit; the connection is closed.',
   },
   SERVICE_UNAVAILABLE: {
+    code: 35,
     status: 503,
     message: (reason: string) => `Service unavailable: ${reason}`,
     description: 'Health check: the database or an indexer cannot be reached; the service is shutting down.',
   },
   INTERNAL_ERROR: {
+    code: 36,
     status: 500,
     message: 'Internal Server Error',
     description: 'A bug; the request id in x-request-id finds it in the logs.',
   },
-});
+} as const satisfies Record<string, SwapErrorRow>;
+
+interface SwapErrorRow {
+  code: number;
+  status: number;
+  message: string | ((...args: never[]) => string);
+  description: string;
+  entity?: string;
+  kitAliases?: readonly string[];
+}
+
+export const E = defineErrors(TABLE);
 
 export type SwapErrorName = keyof typeof E;
 
-/** The Hotpot `entity` of an error (its Go SDK decodes `{code, message, entity}`), where it is about one. */
-export const ERROR_ENTITIES: Partial<Record<SwapErrorName, string>> = {
-  INTENT_NOT_FOUND: 'Intent',
-  INTENT_EXPIRED: 'Intent',
-  INVALID_TRANSITION: 'Intent',
-  QUOTE_NOT_FOUND: 'Quote',
-  QUOTE_EXPIRED: 'Quote',
-  QUOTE_ALREADY_USED: 'Quote',
-  NO_ROUTE: 'Quote',
-  INVALID_AMOUNT: 'Quote',
-  UNKNOWN_NETWORK: 'Network',
-  UNKNOWN_TOKEN: 'Token',
-  INVALID_ADDRESS: 'Address',
-  PUBLIC_KEY_REQUIRED: 'Address',
-  INSUFFICIENT_FUNDS: 'Address',
-  APPROVAL_PAYLOAD_COUNT: 'Approval',
-  APPROVAL_MECHANISM_MISMATCH: 'Approval',
-  APPROVAL_CONFLICT: 'Approval',
-  INVALID_SIGNATURE: 'Approval',
-  INVALID_PSBT: 'Approval',
-  INVALID_COSIGN: 'Approval',
-  PERMIT2_ALLOWANCE_INSUFFICIENT: 'Approval',
-  TX_NOT_VERIFIED: 'Transaction',
-  TX_ALREADY_USED: 'Transaction',
-  RESOLVER_NOT_ASSIGNED: 'Resolver',
-  SECRET_NOT_RELEASED: 'Htlc',
-  AFFILIATE_EXISTS: 'Affiliate',
-  AFFILIATE_NOT_FOUND: 'Affiliate',
-};
+/** The integer `code` of every error (from the table). */
+export const ERROR_CODES = Object.fromEntries(
+  Object.entries(TABLE).map(([name, row]) => [name, row.code]),
+) as { readonly [K in SwapErrorName]: (typeof TABLE)[K]['code'] };
 
-/** The integer `code` of every error. 25 is fixed by the spec; the others are ours and stable. */
-export const ERROR_CODES = {
-  UNAUTHORIZED: 1,
-  VALIDATION_ERROR: 2,
-  INVALID_JSON: 3,
-  ROUTE_NOT_FOUND: 4,
-  INTENT_NOT_FOUND: 5,
-  QUOTE_NOT_FOUND: 6,
-  QUOTE_EXPIRED: 7,
-  QUOTE_ALREADY_USED: 8,
-  NO_ROUTE: 9,
-  UNKNOWN_NETWORK: 10,
-  UNKNOWN_TOKEN: 11,
-  INVALID_AMOUNT: 12,
-  INVALID_ADDRESS: 13,
-  PUBLIC_KEY_REQUIRED: 14,
-  INSUFFICIENT_FUNDS: 15,
-  INVALID_TRANSITION: 16,
-  INTENT_EXPIRED: 17,
-  APPROVAL_PAYLOAD_COUNT: 18,
-  APPROVAL_MECHANISM_MISMATCH: 19,
-  APPROVAL_CONFLICT: 20,
-  INVALID_SIGNATURE: 21,
-  INVALID_PSBT: 22,
-  INVALID_COSIGN: 23,
-  TX_NOT_VERIFIED: 24,
-  PERMIT2_ALLOWANCE_INSUFFICIENT: 25,
-  RESOLVER_NOT_ASSIGNED: 26,
-  SECRET_NOT_RELEASED: 27,
-  AFFILIATE_EXISTS: 28,
-  AFFILIATE_NOT_FOUND: 29,
-  UPSTREAM_UNAVAILABLE: 30,
-  PAYLOAD_TOO_LARGE: 31,
-  UNSUPPORTED_MEDIA_TYPE: 32,
-  METHOD_NOT_ALLOWED: 33,
-  BAD_REQUEST: 34,
-  SERVICE_UNAVAILABLE: 35,
-  INTERNAL_ERROR: 36,
-  TX_ALREADY_USED: 37,
-  REQUEST_TIMEOUT: 38,
-  HEADERS_TOO_LARGE: 39,
-} as const satisfies Record<SwapErrorName, number>;
+/** The kit's codes answered as ours (from the table's `kitAliases`). */
+const KIT_CODE_ALIASES = new Map<string, SwapErrorName>(
+  Object.entries(TABLE).flatMap(([name, row]) =>
+    ((row as SwapErrorRow).kitAliases ?? []).map((alias) => [alias, name as SwapErrorName] as const),
+  ),
+);
 
-/** Codes the kit (Fastify, Ajv, the JSON parser) produces, mapped onto ours. */
-const KIT_CODE_ALIASES: Record<string, SwapErrorName> = {
-  NOT_FOUND: 'ROUTE_NOT_FOUND',
-  UNPROCESSABLE_ENTITY: 'VALIDATION_ERROR',
-  TOO_MANY_REQUESTS: 'BAD_REQUEST',
-  NOT_ACCEPTABLE: 'BAD_REQUEST',
-  CONFLICT: 'BAD_REQUEST',
-  FORBIDDEN: 'UNAUTHORIZED',
-  MALFORMED_REQUEST: 'BAD_REQUEST',
-  LENGTH_REQUIRED: 'BAD_REQUEST',
-  URI_TOO_LONG: 'BAD_REQUEST',
-  RANGE_NOT_SATISFIABLE: 'BAD_REQUEST',
-};
+const entityOf = (name: SwapErrorName): string | undefined => (TABLE[name] as SwapErrorRow).entity;
 
 export { SwapError as ErrorEnvelopeSchema } from '@rgbx/contracts/swap';
 export type SwapErrorBody = Static<typeof SwapError>;
@@ -345,7 +377,7 @@ export function errorReplies(...statuses: number[]): Record<never, never> {
 
 function nameOf(e: ErrorInfo): SwapErrorName {
   if (Object.hasOwn(ERROR_CODES, e.code)) return e.code as SwapErrorName;
-  const alias = KIT_CODE_ALIASES[e.code];
+  const alias = KIT_CODE_ALIASES.get(e.code);
   if (alias) return alias;
   if (e.statusCode >= 500) return e.statusCode === 503 ? 'SERVICE_UNAVAILABLE' : 'INTERNAL_ERROR';
   return 'BAD_REQUEST';
@@ -365,7 +397,7 @@ export const swapEnvelope: ErrorEnvelopeFactory = (e) => {
     type: name,
     message: e.message,
     ...(details ? { details } : {}),
-    ...(ERROR_ENTITIES[name] ? { entity: ERROR_ENTITIES[name] } : {}),
+    ...(entityOf(name) ? { entity: entityOf(name) } : {}),
   };
   // Our own codes keep their status; anything mapped onto ours answers with our table's status.
   const statusCode = Object.hasOwn(ERROR_CODES, e.code) ? e.statusCode : E[name].status;
