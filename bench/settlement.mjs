@@ -66,8 +66,8 @@ const { loadConfig } = await import('../apps/swap/dist/config.js');
 const { openSwapDatabase } = await import('../apps/swap/dist/store/database.js');
 const { createApiKey } = await import('../apps/swap/dist/store/api-keys.js');
 const { loadIntent } = await import('../apps/swap/dist/store/intent-store.js');
-const { verifyLeg } = await import('../apps/swap/dist/chains/settlement/verify.js');
-const { assertTxUnused } = await import('../apps/swap/dist/chains/settlement/legs.js');
+const { verifyLeg } = await import('../apps/swap/dist/settlement/verify.js');
+const { assertTxUnused } = await import('../apps/swap/dist/store/legs.js');
 const { deploySwapContracts, deployTestToken, escrowDeposit, TEST_TOKEN } = await import(
   '../packages/devnet/dist/evm-devnode/index.js'
 );

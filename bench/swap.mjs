@@ -53,7 +53,7 @@ const CONCURRENCY = 8;
 const VERIFY_THREADS = Number(values['verify-threads']);
 
 const swap = await import('../apps/swap/dist/index.js');
-const { typedDataOf } = await import('../apps/swap/dist/chains/permit2-approval.js');
+const { typedDataOf } = await import('../apps/swap/dist/kinds/evm/permit2-approval.js');
 const { readErc20Allowance, verifyPermit2Signature } = await import('../packages/chains/dist/evm/index.js');
 const { verifyCosignTransaction } = await import('../packages/chains/dist/sol/index.js');
 const { deployTestToken, approveErc20 } = await import('../packages/devnet/dist/evm-devnode/index.js');

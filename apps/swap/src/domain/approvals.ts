@@ -39,17 +39,28 @@ function digestOf(mechanism: string, canonical: string): string {
   return sha256(`${mechanism}:${canonical}`).toString('hex');
 }
 
-/** Re-post after the approval was added: same approval → the intent as it is; different → conflict. */
-async function compareWithStored(ctx: SwapContext, intent: Intent, s: ApprovalSubmission): Promise<Intent> {
+/**
+ * Re-post after the approval was added: same approval → the intent as it is; different → conflict.
+ * `verified` is the canonical form when this request already verified the submission (it lost a
+ * race to a concurrent one): it is compared as it is, not verified a second time.
+ */
+async function compareWithStored(
+  ctx: SwapContext,
+  intent: Intent,
+  s: ApprovalSubmission,
+  verified?: VerifiedApproval,
+): Promise<Intent> {
   if (!intent.row.approval_digest) {
     if (intent.status === 'Expired') throw E.INTENT_EXPIRED.create(intent.id);
     throw E.INVALID_TRANSITION.create('approve', intent.status);
   }
-  let v: VerifiedApproval;
-  try {
-    v = await verify(ctx, intent, s, false);
-  } catch {
-    throw E.APPROVAL_CONFLICT.create();
+  let v = verified;
+  if (!v) {
+    try {
+      v = await verify(ctx, intent, s, false);
+    } catch {
+      throw E.APPROVAL_CONFLICT.create();
+    }
   }
   if (digestOf(intent.mechanism, v.canonical) !== intent.row.approval_digest)
     throw E.APPROVAL_CONFLICT.create();
@@ -90,7 +101,7 @@ export async function addApproval(
     return intent;
   } catch (err) {
     if (!E.INVALID_TRANSITION.is(err)) throw err;
-    // A concurrent request approved (or expired) it first.
-    return compareWithStored(ctx, await loadIntent(ctx.db, intentId, { apiKeyId }), s);
+    // A concurrent request approved (or expired) it first: compare with what this one verified.
+    return compareWithStored(ctx, await loadIntent(ctx.db, intentId, { apiKeyId }), s, v);
   }
 }

@@ -56,13 +56,18 @@ export interface Operation {
   reply: TSchema;
   /** Name of the reply in the OpenAPI components, suffixed per surface (`QuoteA`, `QuoteB`). */
   component?: string;
-  a?: { path: string; operationId: string };
+  /** Surface A's binding; a `body.fromWire` decodes its body for the handler (as Surface B's does). */
+  a?: SurfaceBBinding;
   b?: SurfaceBBinding;
   handle(call: Call<never, never>): Promise<unknown>;
 }
 
-/** Declares an operation with its handler typed by its Surface A schemas. */
-function op<R extends TSchema, Bd extends TSchema = TSchema, Q extends TSchema = TSchema>(o: {
+/**
+ * Declares an operation with its handler typed by its Surface A schemas. A body both surfaces
+ * decode themselves (`a.body.fromWire`, `b.body.fromWire`) reaches the handler as `D`, the domain's
+ * input, each surface mapped once.
+ */
+function op<R extends TSchema, Bd extends TSchema = TSchema, Q extends TSchema = TSchema, D = Static<Bd>>(o: {
   method: 'GET' | 'POST';
   summary?: string;
   description?: string;
@@ -72,29 +77,29 @@ function op<R extends TSchema, Bd extends TSchema = TSchema, Q extends TSchema =
   query?: Q;
   reply: R;
   component?: string;
-  a?: { path: string; operationId: string };
+  a?: { path: string; operationId: string; body?: { schema: TSchema; fromWire(b: Static<Bd>): D } };
   b?: {
     path: string;
     operationId: string;
     description?: string;
-    body?: { schema: TSchema; fromWire(b: never): Static<Bd> };
+    body?: { schema: TSchema; fromWire(b: never): D };
     query?: { schema: TSchema; fromWire(b: never): Static<Q> };
     reply?: { schema: TSchema; toWire(a: Static<R>): unknown };
   };
-  handle(call: Call<Static<Bd>, Static<Q>>): Promise<Static<R> | FastifyReply>;
+  handle(call: Call<D, Static<Q>>): Promise<Static<R> | FastifyReply>;
 }): Operation {
   return o as unknown as Operation;
 }
 
-/** Surface B's approval body → Surface A's (a `signed_data` of the wrong shape is a validation error). */
-function approvalFromB(body: B.ApprovalRequestB): A.ApprovalRequest {
+/** Surface B's approval body → the domain submission (a `signed_data` of the wrong shape is a validation error). */
+function approvalFromB(body: B.ApprovalRequestB): ApprovalSubmission {
   const d = body.signed_data;
   if (body.type === 'cosign') {
     if (typeof d !== 'object') throw invalidSignedData('an object {transaction, user_address}');
-    return { cosign: { transaction: d.transaction, userAddress: d.user_address } };
+    return { type: 'cosign', transaction: d.transaction, userAddress: d.user_address };
   }
   if (typeof d !== 'string') throw invalidSignedData('a string');
-  return body.type === 'permit2' ? { permit2: d } : { psbt: d };
+  return body.type === 'permit2' ? { type: 'permit2', signature: d } : { type: 'psbt', psbt: d };
 }
 
 function invalidSignedData(expected: string) {
@@ -259,7 +264,12 @@ export const OPERATIONS: readonly Operation[] = [
     errors: [400, 401, 404, 409, 422, 503],
     body: A.ApprovalRequest,
     reply: A.IntentStatusChange,
-    a: { path: '/intents/:id/approvals', operationId: 'addApproval' },
+    // Each surface decodes its own body to the domain's submission (B is not mapped through A).
+    a: {
+      path: '/intents/:id/approvals',
+      operationId: 'addApproval',
+      body: { schema: A.ApprovalRequest, fromWire: approvalSubmission },
+    },
     b: {
       path: '/intents/:intent_id/approvals',
       operationId: 'affiliateAddApproval',
@@ -267,8 +277,7 @@ export const OPERATIONS: readonly Operation[] = [
       body: { schema: B.ApprovalRequestB, fromWire: approvalFromB },
       reply: B.IntentStatusChangeB,
     },
-    handle: async (c) =>
-      IntentStatusReply(await addApproval(c.ctx, c.apiKeyId, c.id, approvalSubmission(c.body))),
+    handle: async (c) => IntentStatusReply(await addApproval(c.ctx, c.apiKeyId, c.id, c.body)),
   }),
   op({
     method: 'GET',

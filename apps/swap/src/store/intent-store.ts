@@ -57,6 +57,8 @@ export interface Intent extends SwapPair {
   metadata: SwapMetadata;
   /** Verified settlement legs, in the order they were proven. */
   settlement: LegRecord[];
+  /** The source kind's approval context (`verify_context`, parsed): HTLC, Permit2 or co-sign. */
+  context: unknown;
   row: IntentRow;
 }
 
@@ -64,14 +66,10 @@ function iso(v: number | string | null): string | null {
   return v === null ? null : new Date(Number(v)).toISOString();
 }
 
-/** The escrow or HTLC address the user's funds go to (`swap_metadata.proxy_address`). */
-function proxyAddressOf(r: IntentRow): string {
-  const ctx = JSON.parse(r.verify_context) as { proxyAddress?: string };
-  return ctx.proxyAddress ?? '';
-}
-
 export function toIntent(r: IntentRow): Intent {
   if (!isStatus(r.status)) throw new Error(`intent ${r.id}: unknown status ${r.status} in the store`);
+  // Parsed once per load: the source kind reads its approval context from here.
+  const context = JSON.parse(r.verify_context) as { proxyAddress?: string };
   return {
     id: r.id,
     apiKeyId: r.api_key_id,
@@ -96,9 +94,11 @@ export function toIntent(r: IntentRow): Intent {
     deadline: ms(r.deadline),
     secretHash: r.secret_hash,
     paramsToSign: JSON.parse(r.params_to_sign),
+    context,
     metadata: {
       id: r.id,
-      proxyAddress: proxyAddressOf(r),
+      // The escrow or HTLC address the user's funds go to.
+      proxyAddress: context.proxyAddress ?? '',
       userDepositTx: r.user_deposit_tx,
       fulfillTx: r.fulfill_tx,
       swapTx: r.swap_tx,

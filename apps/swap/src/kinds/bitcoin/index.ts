@@ -79,10 +79,7 @@ export const bitcoin: NetworkKind = {
 
   async verifyApproval({ intent, submission }) {
     if (submission.type !== 'psbt') throw new Error('unreachable: the submission type is checked first');
-    const { txid, txHex } = verifyHtlcApproval(
-      JSON.parse(intent.row.verify_context) as HtlcContext,
-      submission.psbt,
-    );
+    const { txid, txHex } = verifyHtlcApproval(intent.context as HtlcContext, submission.psbt);
     return {
       canonical: txHex,
       approval: { type: 'psbt', psbt: submission.psbt },
@@ -91,7 +88,7 @@ export const bitcoin: NetworkKind = {
   },
 
   executionView(intent, ex) {
-    const hc = JSON.parse(intent.row.verify_context) as HtlcContext;
+    const hc = intent.context as HtlcContext;
     const htlc = htlcOf(hc);
     return {
       funding_txid: hc.fundingTxid,

@@ -118,7 +118,7 @@ function htlcIntent(depositHeight: number) {
     destToken: 'BTC',
     userDestAddress: btcKey().address,
     minDestAmountLots: 50_000n,
-    row: { verify_context: JSON.stringify(hc) },
+    context: hc,
   } as unknown as Intent;
   const deposit = { leg: 'deposit', blockHeight: String(depositHeight), amount: '100000' } as LegRecord;
   const spend = {

@@ -135,7 +135,7 @@ export async function verifyBitcoinLeg(gateway: ChainGateway, check: LegCheck): 
 
   if (intent.mechanism !== 'htlc')
     refuse('mechanism', `a ${check.leg} on Bitcoin needs an htlc intent, this one is ${intent.mechanism}`);
-  const hc = JSON.parse(intent.row.verify_context) as HtlcContext;
+  const hc = intent.context as HtlcContext;
 
   if (check.leg === 'deposit') {
     if (check.txHash !== hc.fundingTxid)

@@ -107,7 +107,7 @@ export function permit2Kind(spec: Permit2KindSpec): NetworkKind {
 
     async verifyApproval({ gateway, verifier, network, intent, submission, checkAllowance }) {
       if (submission.type !== 'permit2') throw new Error('unreachable: the submission type is checked first');
-      const pc = JSON.parse(intent.row.verify_context) as Permit2Context;
+      const pc = intent.context as Permit2Context;
       const { canonical } = await verifyPermit2Approval(
         pc,
         submission.signature,

@@ -134,6 +134,7 @@ function hasCurrentWitness(ctx: Permit2Context): boolean {
  * @throws Error when the stored witness lacks `minAmountOut` / `maxAmountOut`
  */
 export function typedDataOf(ctx: Permit2Context): Permit2TypedData {
+  requireCurrentWitness(ctx);
   return built(ctx, buildTronPermit2TypedData, buildPermit2TypedData);
 }
 
@@ -142,19 +143,23 @@ export function typedDataOf(ctx: Permit2Context): Permit2TypedData {
  * (it computes the digest itself, on its thread).
  */
 export function signableOf(ctx: Permit2Context): Permit2Signable {
+  requireCurrentWitness(ctx);
   return built(ctx, buildTronPermit2Message, buildPermit2Message);
 }
 
-/** The stored context through the Tron or the EVM builder. */
+function requireCurrentWitness(ctx: Permit2Context): void {
+  if (!hasCurrentWitness(ctx))
+    throw new Error(
+      'permit2 context: the stored witness has no minAmountOut/maxAmountOut (stored before the SwapIntent witness v3)',
+    );
+}
+
+/** The stored context (its witness checked current by the caller) through the Tron or the EVM builder. */
 function built<T>(
   ctx: Permit2Context,
   tron: (p: Parameters<typeof buildTronPermit2TypedData>[0]) => T,
   evm: (p: Parameters<typeof buildPermit2TypedData>[0]) => T,
 ): T {
-  if (!hasCurrentWitness(ctx))
-    throw new Error(
-      'permit2 context: the stored witness has no minAmountOut/maxAmountOut (stored before the SwapIntent witness v3)',
-    );
   const witnessInput = {
     intentId: ctx.witness.intentId,
     secretHash: ctx.witness.secretHash,
@@ -258,7 +263,13 @@ export async function verifyPermit2Approval(
   }
   let canonical: string;
   try {
-    canonical = await verifier.permit2(ctx.kind, signableOf(ctx), signature, ctx.owner);
+    // The witness was checked above: built once, not checked again.
+    canonical = await verifier.permit2(
+      ctx.kind,
+      built(ctx, buildTronPermit2Message, buildPermit2Message),
+      signature,
+      ctx.owner,
+    );
   } catch (err) {
     signatureError(err);
   }

@@ -153,7 +153,7 @@ export async function verifyEvmLeg(
       'mechanism',
       `a ${check.leg} on ${network.type} needs a permit2 intent, this one is ${intent.mechanism}`,
     );
-  const pc = JSON.parse(intent.row.verify_context) as Permit2Context;
+  const pc = intent.context as Permit2Context;
   const escrow = network.escrow_address!;
 
   if (check.leg === 'deposit') {

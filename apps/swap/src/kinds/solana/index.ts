@@ -64,7 +64,7 @@ export const solana: NetworkKind = {
   async verifyApproval({ intent, submission }) {
     if (submission.type !== 'cosign') throw new Error('unreachable: the submission type is checked first');
     const { canonical, signedTransaction } = await verifyCosignApproval(
-      JSON.parse(intent.row.verify_context) as CosignContext,
+      intent.context as CosignContext,
       submission,
     );
     return {

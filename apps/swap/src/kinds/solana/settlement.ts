@@ -56,7 +56,7 @@ export async function verifySolanaLeg(gateway: ChainGateway, check: LegCheck): P
   if (check.leg === 'deposit') {
     if (intent.mechanism !== 'cosign')
       refuse('mechanism', `a deposit on Solana needs a cosign intent, this one is ${intent.mechanism}`);
-    const cc = JSON.parse(intent.row.verify_context) as CosignContext;
+    const cc = intent.context as CosignContext;
     const approved = decodeSolanaTransaction(Buffer.from(cc.unsignedTransaction, 'hex'));
     if (Buffer.compare(Buffer.from(approved.messageBytes), Buffer.from(tx.messageBytes)) !== 0)
       refuse(
@@ -81,7 +81,7 @@ export async function verifySolanaLeg(gateway: ChainGateway, check: LegCheck): P
   if (check.leg === 'refund') {
     if (intent.mechanism !== 'cosign')
       refuse('mechanism', `a refund on Solana needs a cosign intent, this one is ${intent.mechanism}`);
-    const cc = JSON.parse(intent.row.verify_context) as CosignContext;
+    const cc = intent.context as CosignContext;
     const deposited = check.deposit ? BigInt(check.deposit.amount) : intent.sourceAmountLots;
     const senders = new Set([cc.proxyAddress, check.resolver.solanaAddress].filter((a) => a !== undefined));
     const toRefund = transfers.filter((x) => x.to === intent.refundAddress);
