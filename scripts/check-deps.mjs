@@ -1,7 +1,8 @@
 // Enforces the one-way dependency graph (README "Layout"): fails with the offending edge.
 //  - packages/* never depend on apps/*
 //  - only packages/rgb depends on (or imports) the native rgb-lib binding
-//  - the sdk depends on no server-side package
+//  - the sdk depends on no server-side package (only the client-safe @rgbx/contracts and @rgbx/codecs)
+//  - packages/codecs stays pure: no workspace dependency, no Node built-in import (it runs in browsers)
 //  - every workspace dependency is pinned exactly (no ^ or ~)
 //  - runtime code (what `tsc -b` emits: not tests, not test helpers) imports only packages in its
 //    workspace's `dependencies`, so `npm ci --omit=dev` installs everything a service loads; a dynamic
@@ -43,8 +44,14 @@ for (const w of workspaces) {
       problems.push(`${w} depends on app ${dep}`);
     if (dep === NATIVE && w !== 'packages/rgb')
       problems.push(`${w} depends on the native binding; only packages/rgb may`);
-    if (w === 'packages/sdk' && target && target !== 'packages/sdk' && target !== 'packages/contracts')
+    if (
+      w === 'packages/sdk' &&
+      target &&
+      !['packages/sdk', 'packages/contracts', 'packages/codecs'].includes(target)
+    )
       problems.push(`sdk depends on ${dep}; the sdk stays client-side`);
+    if (w === 'packages/codecs' && target && target !== 'packages/codecs')
+      problems.push(`codecs depends on ${dep}; the codecs stay pure (no workspace dependency)`);
   }
   for (const f of walk(join(root, w, 'src')).filter((f) => f.endsWith('.ts'))) {
     const text = readFileSync(f, 'utf8');
@@ -100,6 +107,8 @@ for (const w of workspaces) {
     const { statics, dynamic } = importsOf(readFileSync(f, 'utf8'));
     const test = isTestFile(relative(join(root, w), f));
     for (const spec of [...statics, ...dynamic]) {
+      if (w === 'packages/codecs' && !test && (spec.startsWith('node:') || builtins.has(spec)))
+        problems.push(`${relative(root, f)} imports ${spec}; the codecs use no Node built-in`);
       const dep = packageOf(spec);
       if (!dep || builtins.has(dep)) continue;
       if (!test && statics.includes(spec) && !runtime.has(dep))

@@ -1,4 +1,10 @@
 import {
+  decodeSolanaMessage,
+  decodeSolanaWire,
+  SolanaCodecError,
+  solanaWireFromHex,
+} from '@rgbx/codecs/solana';
+import {
   AccountRole,
   type Address,
   appendTransactionMessageInstructions,
@@ -6,7 +12,6 @@ import {
   compileTransaction,
   createTransactionMessage,
   getBase58Decoder,
-  getCompiledTransactionMessageDecoder,
   getPublicKeyFromAddress,
   getTransactionEncoder,
   type Instruction,
@@ -149,27 +154,15 @@ interface WireTx {
   message: Uint8Array;
 }
 
-/** Parses the wire format: compact-u16 count, count × 64-byte signatures, message. */
+/** Hex wire bytes → signature slots and message (the shared codec), or undefined when they do not parse. */
 function parseWire(txHex: unknown): WireTx | undefined {
-  if (typeof txHex !== 'string' || txHex.length === 0 || !/^(0x)?([0-9a-fA-F]{2})+$/.test(txHex))
-    return undefined;
-  return parseWireBytes(Uint8Array.from(Buffer.from(txHex.replace(/^0x/, ''), 'hex')));
-}
-
-/** Wire bytes → signatures and message, or undefined when they do not parse. */
-export function parseWireBytes(bytes: Uint8Array): WireTx | undefined {
-  let count = 0;
-  let pos = 0;
-  for (let shift = 0; ; shift += 7) {
-    const b = bytes[pos++];
-    if (b === undefined || shift > 14) return undefined;
-    count |= (b & 0x7f) << shift;
-    if ((b & 0x80) === 0) break;
+  try {
+    const w = decodeSolanaWire(solanaWireFromHex(txHex as string));
+    return { signatures: w.signatures, message: w.messageBytes };
+  } catch (err) {
+    if (err instanceof SolanaCodecError) return undefined;
+    throw err;
   }
-  if (count === 0 || bytes.length < pos + 64 * count + 1) return undefined;
-  const signatures: Uint8Array[] = [];
-  for (let i = 0; i < count; i++) signatures.push(bytes.subarray(pos + 64 * i, pos + 64 * (i + 1)));
-  return { signatures, message: bytes.subarray(pos + 64 * count) };
 }
 
 const EMPTY_SIGNATURE = new Uint8Array(64);
@@ -236,9 +229,9 @@ export async function verifyCosignTransaction(p: {
         received: `${signed.message.length} bytes`,
       },
     );
-  const compiled = getCompiledTransactionMessageDecoder().decode(unsigned.message);
-  const atOne = compiled.staticAccounts[1];
-  if (compiled.header.numSignerAccounts < 2 || atOne === undefined || p.userAddress !== atOne)
+  const compiled = decodeSolanaMessage(unsigned.message);
+  const atOne = compiled.accountKeys[1] as Address | undefined;
+  if (compiled.header.numRequiredSignatures < 2 || atOne === undefined || p.userAddress !== atOne)
     throw new VerificationError('user_position', 'userAddress is not the signer at position 1', {
       expected: atOne ?? '(no signer at position 1)',
       received: preview(p.userAddress),

@@ -1,11 +1,11 @@
 /**
  * Reading executed Solana transactions (settlement verification): the wire bytes a node returns
- * (`getTransaction` with `encoding: "base64"`) decoded into signatures, the message bytes, the static
- * account keys and the instructions, plus the System-program transfers they contain.
+ * (`getTransaction` with `encoding: "base64"`) decoded (by the shared `@rgbx/codecs/solana`) into
+ * signatures, the message bytes, the static account keys and the instructions, plus the System-program
+ * transfers they contain.
  */
-import { getBase58Decoder, getCompiledTransactionMessageDecoder } from '@solana/kit';
+import { decodeSolanaMessage, decodeSolanaWire, SolanaCodecError, solanaBase58 } from '@rgbx/codecs/solana';
 import { VerificationError } from '../errors.ts';
-import { parseWireBytes } from './cosign.ts';
 
 export interface DecodedSolanaTx {
   /** Base58 signatures in position order (signature 0 is the transaction id). */
@@ -24,35 +24,34 @@ export interface DecodedSolanaTx {
  * @throws VerificationError `malformed_transaction` when the bytes do not parse
  */
 export function decodeSolanaTransaction(wire: Uint8Array): DecodedSolanaTx {
-  const parsed = parseWireBytes(wire);
-  if (!parsed) throw new VerificationError('malformed_transaction', 'not a Solana wire transaction');
-  let compiled: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>['decode']>;
+  let split: ReturnType<typeof decodeSolanaWire>;
   try {
-    compiled = getCompiledTransactionMessageDecoder().decode(parsed.message);
+    split = decodeSolanaWire(wire);
   } catch (err) {
-    throw new VerificationError(
-      'malformed_transaction',
-      `the message does not decode: ${(err as Error).message}`,
-    );
+    if (err instanceof SolanaCodecError)
+      throw new VerificationError('malformed_transaction', `not a Solana wire transaction: ${err.message}`);
+    throw err;
   }
-  if (!('instructions' in compiled))
-    throw new VerificationError('malformed_transaction', 'only legacy and v0 messages are read', {
-      received: `version ${String(compiled.version)}`,
-    });
-  const b58 = getBase58Decoder();
-  const keys = compiled.staticAccounts.map(String);
-  const lookups = 'addressTableLookups' in compiled ? (compiled.addressTableLookups ?? []) : [];
+  let message: ReturnType<typeof decodeSolanaMessage>;
+  try {
+    message = decodeSolanaMessage(split.messageBytes);
+  } catch (err) {
+    if (err instanceof SolanaCodecError)
+      throw new VerificationError('malformed_transaction', `the message does not decode: ${err.message}`);
+    throw err;
+  }
+  const keys = message.accountKeys;
   return {
-    signatures: parsed.signatures.map((s) => b58.decode(s)),
-    messageBytes: Uint8Array.from(parsed.message),
+    signatures: split.signatures.map(solanaBase58),
+    messageBytes: Uint8Array.from(split.messageBytes),
     accountKeys: keys,
-    numSigners: compiled.header.numSignerAccounts,
-    instructions: compiled.instructions.map((ix) => ({
-      programId: keys[ix.programAddressIndex] ?? '',
-      accounts: (ix.accountIndices ?? []).map((i) => keys[i] ?? ''),
-      data: Uint8Array.from(ix.data ?? new Uint8Array()),
+    numSigners: message.header.numRequiredSignatures,
+    instructions: message.instructions.map((ix) => ({
+      programId: keys[ix.programIdIndex] ?? '',
+      accounts: ix.accounts.map((i) => keys[i] ?? ''),
+      data: ix.data,
     })),
-    usesLookupTables: lookups.length > 0,
+    usesLookupTables: message.addressTableLookups.length > 0,
   };
 }
 

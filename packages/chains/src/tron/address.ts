@@ -1,35 +1,37 @@
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { sha256 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { createBase58check } from '@scure/base';
+import {
+  decodeTronAddress,
+  encodeTronAddress,
+  TRON_ADDRESS_PREFIX,
+  TronAddressError,
+} from '@rgbx/codecs/tron';
 import { type BytesLike, hex, preview, toBytes } from '../bytes.ts';
 import { ChainInputError } from '../errors.ts';
 import type { EvmAddress } from '../evm/permit2.ts';
 
-/** base58check = base58(payload ‖ first 4 bytes of sha256(sha256(payload))). */
-const base58check = createBase58check(sha256);
+/** First byte of every Tron account/contract address (the shared codec's). */
+export { TRON_ADDRESS_PREFIX };
 
-/** First byte of every Tron account/contract address. */
-export const TRON_ADDRESS_PREFIX = 0x41;
-
+/** The 21-byte payload of a Tron address (the shared codec), its problems as {@link ChainInputError}s. */
 function decode(address: unknown, field: string): Uint8Array {
-  if (typeof address !== 'string' || !/^T[1-9A-HJ-NP-Za-km-z]{33}$/.test(address))
-    throw new ChainInputError(
-      field,
-      `expected a Tron base58 address (34 characters starting with T), received ${preview(address)}`,
-    );
-  let bytes: Uint8Array;
   try {
-    bytes = base58check.decode(address);
-  } catch {
-    throw new ChainInputError(field, `base58check checksum does not match in ${preview(address)}`);
-  }
-  if (bytes.length !== 21 || bytes[0] !== TRON_ADDRESS_PREFIX)
+    return decodeTronAddress(address as string);
+  } catch (err) {
+    if (!(err instanceof TronAddressError)) throw err;
+    if (err.problem === 'format')
+      throw new ChainInputError(
+        field,
+        `expected a Tron base58 address (34 characters starting with T), received ${preview(address)}`,
+      );
+    if (err.problem === 'checksum')
+      throw new ChainInputError(field, `base58check checksum does not match in ${preview(address)}`);
+    const bytes = err.payload ?? new Uint8Array();
     throw new ChainInputError(
       field,
       `expected 21 bytes starting with 0x41, received ${bytes.length} bytes starting with 0x${hex(bytes.subarray(0, 1))}`,
     );
-  return bytes;
+  }
 }
 
 /**
@@ -78,20 +80,14 @@ export function tronAddressFromHex(value: string): string {
   if (typeof value !== 'string')
     throw new ChainInputError('address', `expected hex text, received ${typeof value}`);
   const body = toBytes(value, 'address');
-  let payload: Uint8Array;
-  if (body.length === 20) {
-    payload = new Uint8Array(21);
-    payload[0] = TRON_ADDRESS_PREFIX;
-    payload.set(body, 1);
-  } else if (body.length === 21 && body[0] === TRON_ADDRESS_PREFIX) {
-    payload = body;
-  } else {
+  try {
+    return encodeTronAddress(body);
+  } catch {
     throw new ChainInputError(
       'address',
       `expected 20 bytes or 21 bytes starting with 41, received ${body.length} bytes: ${preview(value)}`,
     );
   }
-  return base58check.encode(payload);
 }
 
 /**
@@ -114,13 +110,10 @@ export function tronAddressFromPublicKey(publicKey: BytesLike): string {
   } catch {
     throw new ChainInputError('publicKey', `not a point on secp256k1: ${preview(hex(raw))}`);
   }
-  const payload = new Uint8Array(21);
-  payload[0] = TRON_ADDRESS_PREFIX;
-  payload.set(keccak_256(uncompressed.subarray(1)).subarray(12), 1);
-  return base58check.encode(payload);
+  return encodeTronAddress(keccak_256(uncompressed.subarray(1)).subarray(12));
 }
 
 /** Canonical form of a Tron address (validates the checksum; base58 is case-sensitive, so this is identity). */
 export function requireTronAddress(address: unknown, field: string): string {
-  return base58check.encode(decode(address, field));
+  return encodeTronAddress(decode(address, field));
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
+import { decodeSolanaTransaction, type SolanaMessage } from '@rgbx/codecs/solana';
 import {
   AccountRole,
   type Address,
@@ -262,89 +263,19 @@ function txError(e: ReturnType<FailedTransactionMetadata['err']>): { json: Json;
 
 // ---------- wire format ----------
 
-interface ParsedInstruction {
-  programIdIndex: number;
-  accounts: number[];
-  data: Uint8Array;
-}
+type ParsedMessage = SolanaMessage;
 
-interface ParsedMessage {
-  version: 'legacy' | 0;
-  header: {
-    numRequiredSignatures: number;
-    numReadonlySignedAccounts: number;
-    numReadonlyUnsignedAccounts: number;
-  };
-  accountKeys: string[];
-  recentBlockhash: string;
-  instructions: ParsedInstruction[];
-  addressTableLookups: { accountKey: string; writableIndexes: number[]; readonlyIndexes: number[] }[];
-}
-
-/** Parses a legacy or v0 wire transaction; throws a message for anything else. */
+/**
+ * Parses a legacy or v0 wire transaction with the shared codec (`@rgbx/codecs/solana`), which also
+ * checks the sanitize rule between its parts (as many signature slots as required signers); throws a
+ * message for anything else.
+ */
 function parseWire(wire: Uint8Array): {
   signatures: Uint8Array[];
   messageBytes: Uint8Array;
   message: ParsedMessage;
 } {
-  let pos = 0;
-  const take = (n: number): Uint8Array => {
-    if (pos + n > wire.length) throw new Error('unexpected end of transaction bytes');
-    const out = wire.subarray(pos, pos + n);
-    pos += n;
-    return out;
-  };
-  const u8 = () => take(1)[0]!;
-  const compactU16 = (): number => {
-    let v = 0;
-    for (let i = 0; i < 3; i++) {
-      const b = u8();
-      v |= (b & 0x7f) << (7 * i);
-      if ((b & 0x80) === 0) return v;
-    }
-    throw new Error('invalid compact-u16');
-  };
-  const list = <T>(item: () => T): T[] => Array.from({ length: compactU16() }, item);
-  const key = () => b58.decode(take(32));
-
-  const signatures = list(() => take(64));
-  const messageStart = pos;
-  let version: 'legacy' | 0 = 'legacy';
-  if ((wire[pos] ?? 0) & 0x80) {
-    const v = u8() & 0x7f;
-    if (v !== 0) throw new Error(`unsupported transaction version ${v}`);
-    version = 0;
-  }
-  const header = {
-    numRequiredSignatures: u8(),
-    numReadonlySignedAccounts: u8(),
-    numReadonlyUnsignedAccounts: u8(),
-  };
-  const accountKeys = list(key);
-  const recentBlockhash = key();
-  const instructions = list(() => ({
-    programIdIndex: u8(),
-    accounts: Array.from(take(compactU16())),
-    data: Uint8Array.from(take(compactU16())),
-  }));
-  const addressTableLookups =
-    version === 0
-      ? list(() => ({
-          accountKey: key(),
-          writableIndexes: Array.from(take(compactU16())),
-          readonlyIndexes: Array.from(take(compactU16())),
-        }))
-      : [];
-  if (pos !== wire.length) throw new Error(`${wire.length - pos} trailing bytes after the message`);
-  if (signatures.length !== header.numRequiredSignatures)
-    throw new Error(
-      `${signatures.length} signatures for ${header.numRequiredSignatures} required signers (sanitize failure)`,
-    );
-  return {
-    signatures,
-    messageBytes: wire.subarray(messageStart),
-    message: { version, header, accountKeys, recentBlockhash, instructions, addressTableLookups },
-  };
+  return decodeSolanaTransaction(wire);
 }
 
 // ---------- LiteSVM 1.1.0 x87 workaround ----------

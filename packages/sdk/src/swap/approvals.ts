@@ -7,10 +7,16 @@
  * when a compromised service hands out something else.
  */
 
-import { sha256 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
+import {
+  decodeSolanaMessage as decodeSharedMessage,
+  decodeSolanaWire,
+  SolanaCodecError,
+  solanaWireFromHex,
+} from '@rgbx/codecs/solana';
+import { decodeTronAddress } from '@rgbx/codecs/tron';
 import type { B } from '@rgbx/contracts/swap';
-import { base58, createBase58check } from '@scure/base';
+import { base58 } from '@scure/base';
 import { getAddress, p2tr, TAPROOT_UNSPENDABLE_KEY, Transaction, utils } from '@scure/btc-signer';
 import {
   type BitcoinNetwork,
@@ -72,8 +78,6 @@ export function permit2TypedData(approval: Pick<Permit2Approval, 'typedData'>): 
   };
 }
 
-const tronBase58check = createBase58check(sha256);
-
 /**
  * A Tron base58 address (`T…`) as the 20-byte 0x-hex address TIP-712 signs (0x41 prefix dropped).
  * The base58check checksum is verified, so a mistyped address throws instead of naming another account.
@@ -86,11 +90,10 @@ const tronBase58check = createBase58check(sha256);
 export function tronToEvmAddress(address: string): `0x${string}` {
   let raw: Uint8Array;
   try {
-    raw = tronBase58check.decode(address);
+    raw = decodeTronAddress(address);
   } catch (err) {
     throw new Error(`not a Tron address (${(err as Error).message}): ${address}`);
   }
-  if (raw.length !== 21 || raw[0] !== 0x41) throw new Error(`not a Tron address: ${address}`);
   return `0x${hex(raw.subarray(1))}`;
 }
 
@@ -600,46 +603,37 @@ export function base58Encode(bytes: Uint8Array): string {
   return base58.encode(bytes);
 }
 
-function readCompactU16(bytes: Uint8Array, at: number): { value: number; size: number } {
-  let value = 0;
-  for (let i = 0; i < 3; i++) {
-    const b = bytes[at + i];
-    if (b === undefined) throw new Error('cosign: truncated transaction');
-    value |= (b & 0x7f) << (7 * i);
-    if ((b & 0x80) === 0) return { value, size: i + 1 };
-  }
-  throw new Error('cosign: bad compact-u16');
-}
-
-/** The parts of a Solana wire transaction the co-signing needs. */
+/**
+ * The parts of a Solana wire transaction the co-signing needs, read by the shared codec
+ * (`@rgbx/codecs/solana`); slots and message are copies.
+ *
+ * @throws when the hex is not a wire transaction (`cosign: truncated transaction`, …)
+ */
 export function parseSolanaTransaction(txHex: string): {
   signatures: Uint8Array[];
   message: Uint8Array;
   requiredSigners: number;
   accountKeys: Uint8Array[];
 } {
-  const bytes = new Uint8Array(Buffer.from(txHex.replace(/^0x/, ''), 'hex'));
-  const count = readCompactU16(bytes, 0);
-  let at = count.size;
-  const signatures: Uint8Array[] = [];
-  for (let i = 0; i < count.value; i++, at += 64) {
-    if (at + 64 > bytes.length) throw new Error('cosign: truncated signatures');
-    signatures.push(bytes.slice(at, at + 64));
+  const w = cosignCodec(() => decodeSolanaWire(solanaWireFromHex(txHex)));
+  const message = Uint8Array.from(w.messageBytes);
+  const decoded = cosignCodec(() => decodeSharedMessage(w.messageBytes));
+  return {
+    signatures: w.signatures.map((s) => Uint8Array.from(s)),
+    message,
+    requiredSigners: decoded.header.numRequiredSignatures,
+    accountKeys: decoded.accountKeys.map((k) => base58.decode(k)),
+  };
+}
+
+/** Runs a codec call, its error message prefixed with `cosign: `. */
+function cosignCodec<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    if (err instanceof SolanaCodecError) throw new Error(`cosign: ${err.message}`);
+    throw err;
   }
-  const message = bytes.slice(at);
-  let m = 0;
-  if ((message[0] ?? 0) & 0x80) m = 1; // versioned message prefix
-  const requiredSigners = message[m];
-  if (requiredSigners === undefined) throw new Error('cosign: empty message');
-  m += 3;
-  const keys = readCompactU16(message, m);
-  m += keys.size;
-  const accountKeys: Uint8Array[] = [];
-  for (let i = 0; i < keys.value; i++, m += 32) {
-    if (m + 32 > message.length) throw new Error('cosign: truncated account keys');
-    accountKeys.push(message.slice(m, m + 32));
-  }
-  return { signatures, message, requiredSigners, accountKeys };
 }
 
 /** An ed25519 signer: `@solana/kit`'s `signBytes(keyPair.privateKey, m)`, noble's `ed25519.sign`, a wallet. */
@@ -688,52 +682,19 @@ export interface SolanaMessage {
  * ```
  */
 export function decodeSolanaMessage(message: Uint8Array): SolanaMessage {
-  let at = 0;
-  const byte = (): number => {
-    const b = message[at++];
-    if (b === undefined) throw new Error('cosign: truncated message');
-    return b;
+  const m = cosignCodec(() => decodeSharedMessage(message));
+  return {
+    version: m.version,
+    header: [
+      m.header.numRequiredSignatures,
+      m.header.numReadonlySignedAccounts,
+      m.header.numReadonlyUnsignedAccounts,
+    ],
+    accountKeys: m.accountKeys.map((k) => base58.decode(k)),
+    recentBlockhash: base58.decode(m.recentBlockhash),
+    instructions: m.instructions,
+    addressTableLookups: m.addressTableLookups.length,
   };
-  const take = (n: number): Uint8Array => {
-    if (at + n > message.length) throw new Error('cosign: truncated message');
-    const out = message.slice(at, at + n);
-    at += n;
-    return out;
-  };
-  const compact = (): number => {
-    const c = readCompactU16(message, at);
-    at += c.size;
-    return c.value;
-  };
-  let version: SolanaMessage['version'] = 'legacy';
-  if ((message[0] ?? 0) & 0x80) {
-    const v = byte() & 0x7f;
-    if (v !== 0) throw new Error(`cosign: unsupported message version ${v}`);
-    version = 0;
-  }
-  const header: [number, number, number] = [byte(), byte(), byte()];
-  const accountKeys: Uint8Array[] = [];
-  for (let i = compact(); i > 0; i--) accountKeys.push(take(32));
-  const recentBlockhash = take(32);
-  const instructions: SolanaInstruction[] = [];
-  for (let i = compact(); i > 0; i--) {
-    const programIdIndex = byte();
-    const accounts = [...take(compact())];
-    const data = take(compact());
-    instructions.push({ programIdIndex, accounts, data });
-  }
-  let addressTableLookups = 0;
-  if (version === 0) {
-    for (let i = compact(); i > 0; i--) {
-      take(32);
-      take(compact());
-      take(compact());
-      addressTableLookups++;
-    }
-  }
-  if (at !== message.length)
-    throw new Error(`cosign: ${message.length - at} trailing bytes after the message`);
-  return { version, header, accountKeys, recentBlockhash, instructions, addressTableLookups };
 }
 
 /** What the caller expects a co-signed transaction to do (from its own quote and configuration, not from the approval). */
@@ -835,16 +796,21 @@ export async function signCosignApproval(
   signer: Ed25519Signer,
   expect: CosignExpectation,
 ): Promise<{ cosign: { transaction: string; userAddress: string } }> {
-  const tx = parseSolanaTransaction(approval.transaction);
-  if (tx.signatures.length < 2 || tx.requiredSigners !== tx.signatures.length) {
+  const bytes = cosignCodec(() => solanaWireFromHex(approval.transaction));
+  const tx = cosignCodec(() => decodeSolanaWire(bytes));
+  let required: number | undefined;
+  try {
+    required = decodeSharedMessage(tx.messageBytes).header.numRequiredSignatures;
+  } catch {
+    // refused just below, as `cosign_message`
+  }
+  if (tx.signatures.length < 2 || (required !== undefined && required !== tx.signatures.length)) {
     throw new Error('cosign: expected at least 2 signer slots');
   }
-  checkCosignMessage(tx.message, signer.address, expect);
-  const sig = await signer.sign(tx.message);
+  checkCosignMessage(tx.messageBytes, signer.address, expect);
+  const sig = await signer.sign(Uint8Array.from(tx.messageBytes));
   if (sig.length !== 64) throw new Error('cosign: the signer returned a signature that is not 64 bytes');
-  const bytes = new Uint8Array(Buffer.from(approval.transaction.replace(/^0x/, ''), 'hex'));
-  const slotStart = readCompactU16(bytes, 0).size + 64 * COSIGN_USER_POSITION;
-  bytes.set(sig, slotStart);
+  tx.signatures[COSIGN_USER_POSITION]!.set(sig); // a view into `bytes`
   return { cosign: { transaction: Buffer.from(bytes).toString('hex'), userAddress: signer.address } };
 }
 
