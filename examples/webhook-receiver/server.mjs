@@ -4,7 +4,7 @@
 // nodeId, and the answer is `200 {message}` or `403 {message}`.
 //
 //   TLS_KEY=key.pem TLS_CERT=cert.pem NODE_ID=<uuid> \
-//   CLOUD_API_URL=http://127.0.0.1:3100 CLOUD_API_TOKEN=rgbxc_… node examples/webhook-receiver/server.mjs
+//   CLOUD_API_URL=http://127.0.0.1:3200 CLOUD_API_TOKEN=rgbxc_… node examples/webhook-receiver/server.mjs
 //
 // The public key comes from `GET {CLOUD_API_URL}/api/webhook-public-key` (every published key, so
 // a key rotation needs no restart: the list is refetched when a signature fails), or from

@@ -19,7 +19,8 @@ export const ConfigSchema = Type.Object({
   api: Type.Object(
     {
       listen_address: Type.String({ minLength: 1, default: '127.0.0.1' }),
-      port: Type.Integer({ minimum: 0, maximum: 65535, default: 3100 }),
+      /** 3200: the swap's default is 3100, so both run side by side with their defaults. */
+      port: Type.Integer({ minimum: 0, maximum: 65535, default: 3200 }),
       body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024, default: 64 * 1024 }),
       /** A request (headers and body) not received within this gets 408 and its connection is closed (kit default 30 000). */
       request_timeout_ms: Type.Optional(Type.Integer({ minimum: 100 })),
