@@ -19,9 +19,9 @@ import type { NetworkConfig } from '../config.ts';
 import { E } from '../errors.ts';
 import {
   ElectrumClient,
-  ElectrumError,
   type ElectrumHistoryEntry,
   type ElectrumUtxo,
+  IndexerError,
 } from './electrum-client.ts';
 
 export interface BitcoinGateway {
@@ -87,7 +87,7 @@ class ElectrumBitcoinGateway implements BitcoinGateway {
     try {
       return await fn();
     } catch (err) {
-      if (err instanceof ElectrumError && err.isTransport) {
+      if (err instanceof IndexerError && err.isTransport) {
         throw E.UPSTREAM_UNAVAILABLE.createWith({ cause: err }, 'The Bitcoin indexer (Electrum)');
       }
       throw err;
@@ -105,8 +105,8 @@ class ElectrumBitcoinGateway implements BitcoinGateway {
       try {
         return await this.#client.broadcast(txHex);
       } catch (err) {
-        if (err instanceof ElectrumError && !err.isTransport && ALREADY_KNOWN.test(err.message)) return txid;
-        if (err instanceof ElectrumError && !err.isTransport) {
+        if (err instanceof IndexerError && !err.isTransport && ALREADY_KNOWN.test(err.message)) return txid;
+        if (err instanceof IndexerError && !err.isTransport) {
           throw E.TX_NOT_VERIFIED.createWith(
             { details: { broadcast: err.message } },
             `broadcast refused: ${err.message}`,
@@ -133,7 +133,7 @@ class ElectrumBitcoinGateway implements BitcoinGateway {
           blockTime: v.blocktime ?? null,
         };
       } catch (err) {
-        if (err instanceof ElectrumError && !err.isTransport) return null;
+        if (err instanceof IndexerError && !err.isTransport) return null;
         throw err;
       }
     });
@@ -141,7 +141,7 @@ class ElectrumBitcoinGateway implements BitcoinGateway {
   tip() {
     return this.#wrap(async () => {
       const h = await this.#client.request<{ height?: number }>('blockchain.headers.subscribe');
-      if (typeof h?.height !== 'number') throw new ElectrumError('blockchain.headers.subscribe: no height');
+      if (typeof h?.height !== 'number') throw new IndexerError('blockchain.headers.subscribe: no height');
       return h.height;
     });
   }
@@ -149,7 +149,7 @@ class ElectrumBitcoinGateway implements BitcoinGateway {
     return this.#wrap(async () => {
       const h = await this.#client.request<unknown>('blockchain.block.header', [height]);
       if (typeof h !== 'string' || !/^[0-9a-f]{160}$/i.test(h))
-        throw new ElectrumError(`blockchain.block.header ${height}: not an 80-byte header`);
+        throw new IndexerError(`blockchain.block.header ${height}: not an 80-byte header`);
       return h;
     });
   }

@@ -2,7 +2,7 @@
  * The service's Bitcoin reads and broadcasts over Electrum: UTXOs of the user's address, broadcasts, and
  * on-chain checks of reported transactions. The protocol is `@rgbx/chains/btc`'s {@link ElectrumConnection};
  * this keeps one lazily opened connection (re-opened after a failure) and maps its errors to
- * {@link ElectrumError}, whose `isTransport` the gateway turns into "upstream unavailable".
+ * {@link IndexerError}, whose `isTransport` the gateway turns into "upstream unavailable".
  */
 import {
   ElectrumConnection,
@@ -14,8 +14,9 @@ import {
 
 export type { ElectrumHistoryEntry, ElectrumUtxo } from '@rgbx/chains/btc';
 
-export class ElectrumError extends Error {
-  override readonly name = 'ElectrumError';
+/** A failure of the swap's Electrum client: a server's JSON-RPC error (`code`) or a transport failure. */
+export class IndexerError extends Error {
+  override readonly name = 'IndexerError';
   /** The server's JSON-RPC error code; undefined for transport failures (unreachable, timeout). */
   readonly code: number | undefined;
   constructor(message: string, code?: number, options?: { cause?: unknown }) {
@@ -28,11 +29,11 @@ export class ElectrumError extends Error {
 }
 
 /** A server error keeps the server's own text (callers match on it); anything else is a transport failure. */
-function toElectrumError(err: unknown): ElectrumError {
-  if (err instanceof ElectrumError) return err;
+function toIndexerError(err: unknown): IndexerError {
+  if (err instanceof IndexerError) return err;
   if (err instanceof ElectrumServerError)
-    return new ElectrumError(err.serverMessage, err.code ?? -1, { cause: err });
-  return new ElectrumError(err instanceof Error ? err.message : String(err), undefined, { cause: err });
+    return new IndexerError(err.serverMessage, err.code ?? -1, { cause: err });
+  return new IndexerError(err instanceof Error ? err.message : String(err), undefined, { cause: err });
 }
 
 export class ElectrumClient {
@@ -45,7 +46,7 @@ export class ElectrumClient {
     try {
       parseElectrumUrl(url);
     } catch (err) {
-      throw new ElectrumError(`electrum url must be tcp://host:port, got ${url}`, undefined, { cause: err });
+      throw new IndexerError(`electrum url must be tcp://host:port, got ${url}`, undefined, { cause: err });
     }
     this.url = url;
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
@@ -76,7 +77,7 @@ export class ElectrumClient {
       const c = await this.#connect();
       return await c.request<T>(method, params);
     } catch (err) {
-      throw toElectrumError(err);
+      throw toIndexerError(err);
     }
   }
 

@@ -2,10 +2,11 @@
  * Affiliate payout configurations, tied to the API key that creates them. Names are unique per key;
  * the payout network and token must be configured, and the address must belong to that network.
  */
+
+import { bigintNumber } from '@rgbx/store';
 import type { SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
 import { apiKeyName, insertAffiliate, listAffiliateRows } from '../store/affiliate-store.ts';
-import { ms } from '../store/database.ts';
 import { checkAddress } from './catalog.ts';
 
 export interface Affiliate {
@@ -58,6 +59,6 @@ export async function listAffiliates(ctx: SwapContext, apiKeyId: string): Promis
     payoutNetworkId: r.payout_network_id,
     payoutTokenAddress: r.payout_token_address,
     apiKeyName: r.name,
-    createdAt: ms(r.created_at),
+    createdAt: bigintNumber(r.created_at),
   }));
 }

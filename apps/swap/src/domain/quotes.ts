@@ -8,9 +8,10 @@
  * left, `minDestAmountLots` that minus the slippage.
  */
 import { randomUUID } from 'node:crypto';
+import { bigintNumber } from '@rgbx/store';
 import { E } from '../errors.ts';
 import type { SwapDb, SwapPair } from '../store/database.ts';
-import { ms, pairColumns } from '../store/database.ts';
+import { pairColumns, pairOf } from '../store/database.ts';
 import { findQuote, insertQuote, knownAffiliates } from '../store/quote-store.ts';
 import { AmountError, bpsOf, minusBps, parseLots, toLots } from './amounts.ts';
 import { type ApprovalMechanism, type Catalog, mechanismFor } from './catalog.ts';
@@ -233,15 +234,7 @@ export async function loadQuote(db: SwapDb, apiKeyId: string, id: string): Promi
   >;
   return {
     id: r.id,
-    sourceChain: r.source_chain,
-    sourceToken: r.source_token,
-    destChain: r.dest_chain,
-    destToken: r.dest_token,
-    sourceAmountLots: BigInt(r.source_amount_lots),
-    sourceAmountDecimals: r.source_decimals,
-    minDestAmountLots: BigInt(r.min_dest_lots),
-    maxDestAmountLots: BigInt(r.max_dest_lots),
-    destAmountDecimals: r.dest_decimals,
+    ...pairOf(r),
     slippageBps: r.slippage_bps,
     swapType: r.swap_type as SwapType,
     depositType: r.deposit_type as DepositType,
@@ -249,7 +242,7 @@ export async function loadQuote(db: SwapDb, apiKeyId: string, id: string): Promi
     affiliateFees: Object.fromEntries(
       Object.entries(fees).map(([k, f]) => [k, { ...f, feeAmountLots: BigInt(f.feeAmountLots) }]),
     ),
-    expiry: Math.floor(ms(r.expires_at) / 1000),
+    expiry: Math.floor(bigintNumber(r.expires_at) / 1000),
     resolverId: r.resolver_id,
     retailUserId: r.retail_user_id,
   };

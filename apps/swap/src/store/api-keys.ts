@@ -16,8 +16,8 @@ import {
   sha256,
   type TokenScheme,
 } from '@rgbx/service-kit';
+import { bigintNumber } from '@rgbx/store';
 import type { SwapDb } from './database.ts';
-import { ms } from './database.ts';
 
 /** `rgbx_swap_<12 hex>_<43 base64url>`; the stored digest is SHA-256 of the whole key. */
 const KEY_SCHEME: TokenScheme = { prefix: 'rgbx_swap_', idBytes: 6 };
@@ -52,8 +52,8 @@ export async function listApiKeys(db: SwapDb): Promise<ApiKeyInfo[]> {
   return rows.map((r) => ({
     id: r.id,
     name: r.name,
-    createdAt: ms(r.created_at),
-    revokedAt: ms(r.revoked_at),
+    createdAt: bigintNumber(r.created_at),
+    revokedAt: bigintNumber(r.revoked_at),
   }));
 }
 

@@ -3,7 +3,7 @@
  *
  * Conventions: amounts are TEXT (decimal integers), JSON is TEXT (serialized by us, so both dialects
  * read back the same string), times are BIGINT milliseconds (PostgreSQL returns them as strings:
- * read them through `ms()`), deadlines are BIGINT Unix seconds.
+ * read them through `@rgbx/store`'s `bigintNumber()`), deadlines are BIGINT Unix seconds.
  */
 import { columns, type Dialect, type MigrationSet, migrateToLatest, openDatabase } from '@rgbx/store';
 import { type Generated, type Kysely, PostgresAdapter, sql } from 'kysely';
@@ -176,13 +176,6 @@ export interface SwapDatabase {
 }
 
 export type SwapDb = Kysely<SwapDatabase>;
-
-/** Milliseconds or seconds from a BIGINT column, whichever driver read it. */
-export function ms(v: BigIntColumn): number;
-export function ms(v: BigIntColumn | null): number | null;
-export function ms(v: BigIntColumn | null): number | null {
-  return v === null ? null : Number(v);
-}
 
 export const migrations: MigrationSet = (dialect: Dialect) => {
   const ts = sql.raw(columns.timestamp(dialect));
@@ -408,6 +401,21 @@ export function pairColumns(q: SwapPair) {
     dest_decimals: q.destAmountDecimals,
     min_dest_lots: q.minDestAmountLots.toString(),
     max_dest_lots: q.maxDestAmountLots.toString(),
+  };
+}
+
+/** The {@link SwapPair} of a `quotes` or `intents` row (the inverse of {@link pairColumns}). */
+export function pairOf(r: ReturnType<typeof pairColumns>): SwapPair {
+  return {
+    sourceChain: r.source_chain,
+    sourceToken: r.source_token,
+    destChain: r.dest_chain,
+    destToken: r.dest_token,
+    sourceAmountLots: BigInt(r.source_amount_lots),
+    sourceAmountDecimals: r.source_decimals,
+    destAmountDecimals: r.dest_decimals,
+    minDestAmountLots: BigInt(r.min_dest_lots),
+    maxDestAmountLots: BigInt(r.max_dest_lots),
   };
 }
 

@@ -5,6 +5,8 @@
  * one statement, when no settlement leg is recorded with it). Two racing
  * writers cannot both move the same intent: the loser sees 0 rows and gets INVALID_TRANSITION.
  */
+
+import { bigintNumber } from '@rgbx/store';
 import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { ApprovalMechanism } from '../domain/catalog.ts';
 import { EXPIRABLE, type IntentStatus, isStatus, type Trigger, transition } from '../domain/lifecycle.ts';
@@ -13,7 +15,7 @@ import { insertAtomically } from './atomic.ts';
 import {
   type IntentTable,
   isPostgres,
-  ms,
+  pairOf,
   type SwapDatabase,
   type SwapDb,
   type SwapPair,
@@ -77,21 +79,13 @@ export function toIntent(r: IntentRow): Intent {
     resolverId: r.resolver_id,
     status: r.status,
     mechanism: r.mechanism as ApprovalMechanism,
-    sourceChain: r.source_chain,
-    sourceToken: r.source_token,
-    destChain: r.dest_chain,
-    destToken: r.dest_token,
-    sourceAmountLots: BigInt(r.source_amount_lots),
-    sourceAmountDecimals: r.source_decimals,
-    destAmountDecimals: r.dest_decimals,
-    minDestAmountLots: BigInt(r.min_dest_lots),
-    maxDestAmountLots: BigInt(r.max_dest_lots),
+    ...pairOf(r),
     userSourceAddress: r.user_source_address,
     userSourcePublicKey: r.user_source_public_key,
     userDestAddress: r.user_dest_address,
     refundAddress: r.refund_address,
     retailUserId: r.retail_user_id,
-    deadline: ms(r.deadline),
+    deadline: bigintNumber(r.deadline),
     secretHash: r.secret_hash,
     paramsToSign: JSON.parse(r.params_to_sign),
     context,
