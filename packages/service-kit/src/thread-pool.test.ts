@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ThreadPool } from './thread-pool.ts';
+import { ThreadPool, workerExecArgv } from './thread-pool.ts';
 
 // Doubles `n` after `ms` (so requests can be pending); `boom` answers an error.
 const SOURCE = `
@@ -65,5 +65,41 @@ describe('ThreadPool', () => {
     const p = make(1);
     await p.close();
     expect(p.pick()).toBeUndefined();
+  });
+});
+
+describe('workerExecArgv', () => {
+  it('drops the source export condition in every spelling and keeps every other flag', () => {
+    const argv = ['--require', 'x.cjs', '--conditions', 'source', '--conditions', 'node', '-C', 'source'];
+    expect(workerExecArgv([...argv, '--conditions=source', '-Csource', '--conditions=development'])).toEqual([
+      '--require',
+      'x.cjs',
+      '--conditions',
+      'node',
+      '--conditions=development',
+    ]);
+  });
+
+  it('a worker started under this runner resolves a workspace package to its built code', async () => {
+    // This file runs with `--conditions source`; the worker must not inherit it.
+    expect(process.execArgv.join(' ')).toMatch(/--conditions source|--conditions=source/);
+    const probe = new ThreadPool<Record<string, never>, string>({
+      threads: 1,
+      name: 'conditions-probe',
+      source: `
+        const { parentPort } = require('node:worker_threads');
+        parentPort.on('message', (m) => parentPort.postMessage({ id: m.id, value: require.resolve('@rgbx/store') }));`,
+      state: () => ({}),
+      settle: (m: { value: string }) => ({ value: m.value }),
+      lost: () => new Error('lost'),
+    });
+    try {
+      const t = probe.pick()!;
+      const { id, results } = probe.expect(t, 1);
+      t.worker.postMessage({ id });
+      expect(await results[0]!).toMatch(/\/packages\/store\/dist\/index\.js$/);
+    } finally {
+      await probe.close();
+    }
   });
 });

@@ -49,6 +49,7 @@ export class ThreadPool<S, R> {
     const worker = new Worker(this.o.source, {
       eval: true,
       name: this.o.name,
+      execArgv: workerExecArgv(process.execArgv),
       ...(this.o.workerData === undefined ? {} : { workerData: this.o.workerData }),
     });
     worker.unref(); // an idle pool never keeps the process alive
@@ -103,4 +104,23 @@ export class ThreadPool<S, R> {
     this.closed = true;
     await Promise.allSettled(this.slots.map((s) => s.worker.terminate()));
   }
+}
+
+/**
+ * The parent's Node flags without the `source` export condition: a worker thread runs built code,
+ * and under the test runner (`--conditions source`) a workspace package imported from it would
+ * resolve to its TypeScript source, which a worker cannot load on Node 20.
+ */
+export function workerExecArgv(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if ((a === '--conditions' || a === '-C') && argv[i + 1] === 'source') {
+      i++;
+      continue;
+    }
+    if (a === '--conditions=source' || a === '-Csource') continue;
+    out.push(a);
+  }
+  return out;
 }
