@@ -8,10 +8,9 @@ import { join } from 'node:path';
 import { isUniqueViolation } from '@rgbx/store';
 import type { CloudDb, NodeStatus } from '../db/schema.ts';
 import { CloudErrors } from '../errors.ts';
-import { enqueueStatusEvent } from '../webhooks/outbox.ts';
 import { type AddressPolicy, checkWebhookUrl, type Resolver } from '../webhooks/ssrf.ts';
 import type { NodeLocks } from './locks.ts';
-import { changeNode, type NodeRow, type StatusDeps } from './status.ts';
+import { type ChangeOptions, changeNode, type NodeRow, type StatusDeps } from './status.ts';
 import type { Supervisor } from './supervisor.ts';
 
 export interface ManagerOptions {
@@ -95,13 +94,13 @@ export class NodeManager {
       throw CloudErrors.NODE_LIMIT_REACHED.create(this.o.maxPerAccount);
     const id = randomUUID();
     const now = Date.now();
-    const row: NodeRow = {
+    // The node and its first event (STARTING) are committed together, as every status change is.
+    const insert: ChangeOptions['insert'] = {
       id,
       account_id: accountId,
       name: input.name,
       network: input.network,
       webhook_url: input.webhookUrl ?? null,
-      status: 'STARTING',
       desired: 'running',
       pending_op: null,
       port: null,
@@ -114,30 +113,12 @@ export class NodeManager {
       last_error: null,
       webhook_failing_since: null,
       created_at: now,
-      updated_at: now,
       deleted_at: null,
     };
-    // The node and its first event (STARTING) are committed together.
-    let emitted = false;
-    try {
-      await this.db.transaction().execute(async (tx) => {
-        await tx.insertInto('nodes').values(row).execute();
-        if (row.webhook_url) {
-          await enqueueStatusEvent(
-            tx,
-            { accountId, nodeId: id, url: row.webhook_url, status: 'STARTING' },
-            now,
-            this.o.deps.maxPayloadBytes,
-          );
-          emitted = true;
-        }
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw CloudErrors.NODE_NAME_TAKEN.create(input.name);
-      throw err;
-    }
-    if (emitted) this.o.deps.onEvent();
-    this.o.deps.onChange?.(id, 'STARTING');
+    const row = await changeNode(this.o.deps, id, 'STARTING', {}, { insert }, now).catch((err: unknown) => {
+      throw isUniqueViolation(err) ? CloudErrors.NODE_NAME_TAKEN.create(input.name) : err;
+    });
+    if (!row) throw new Error(`node ${id}: insert returned no row`); // an insert always returns its row
     this.o.supervisor.kick(id);
     return row;
   }

@@ -1,7 +1,9 @@
 /**
- * Node status changes. `changeNode` updates a node row and, when its status changes and it has a
- * webhook URL, writes the `NODE_STATUS_UPDATED` event into the outbox in the SAME transaction.
- * Nothing else in the cloud writes `nodes.status`.
+ * Node status changes. `changeNode` updates a node row (or inserts a new one) and, when its status
+ * changes and it has a webhook URL, writes the `NODE_STATUS_UPDATED` event into the outbox in the
+ * SAME transaction. Nothing else in the cloud writes `nodes.status`: creation (`insert`), API
+ * operations and the supervisor all go through it (other writers of `nodes` touch other columns:
+ * the supervisor's `deleted_at`, the dispatcher's `webhook_failing_since`).
  */
 import type { Dialect } from '@rgbx/store';
 import type { Updateable } from 'kysely';
@@ -25,11 +27,18 @@ export interface ChangeOptions {
   ifStatus?: readonly NodeStatus[];
   /** Also re-target pending events to the node's (new) webhook URL. */
   retargetPending?: boolean;
+  /**
+   * A new node: insert this row (its `status` is the `status` argument, its `id` the node id) instead
+   * of updating one. Its status is a change from none, so a node with a webhook URL gets its first
+   * event in the same transaction. A duplicate name throws the unique violation from the insert.
+   */
+  insert?: Omit<NodeRow, 'status' | 'updated_at'>;
 }
 
 /**
- * Applies `patch` (and `status`, if given) to a live node atomically. Returns the updated row, or
- * undefined when the node is gone or `ifStatus` did not match.
+ * Applies `patch` (and `status`, if given) to a live node atomically, or inserts a new node
+ * (`opts.insert`). Returns the updated row, or undefined when the node is gone or `ifStatus` did not
+ * match.
  *
  * Lock order (PostgreSQL): the node row first, then its event rows (re-targeted here). Every
  * transaction that writes both takes them in this order (the dispatcher's result commit does), or
@@ -43,9 +52,33 @@ export async function changeNode(
   opts: ChangeOptions = {},
   now = Date.now(),
 ): Promise<NodeRow | undefined> {
+  if (opts.insert && (status === undefined || opts.insert.id !== nodeId))
+    throw new Error('changeNode: inserting a node takes its status and its own id');
   let emitted = false;
   let changed = false;
   const row = await deps.db.transaction().execute(async (tx) => {
+    const emit = async (next: NodeRow) => {
+      if (!next.webhook_url) return;
+      await enqueueStatusEvent(
+        tx,
+        { accountId: next.account_id, nodeId, url: next.webhook_url, status: next.status },
+        now,
+        deps.maxPayloadBytes,
+      );
+      emitted = true;
+    };
+    if (opts.insert) {
+      const created: NodeRow = {
+        ...opts.insert,
+        ...(patch as Partial<NodeRow>),
+        status: status!,
+        updated_at: now,
+      };
+      await tx.insertInto('nodes').values(created).execute();
+      changed = true;
+      await emit(created);
+      return created;
+    }
     let q = tx.selectFrom('nodes').selectAll().where('id', '=', nodeId).where('deleted_at', 'is', null);
     // PostgreSQL: lock the row; SQLite serializes writers anyway.
     if (deps.dialect === 'postgres') q = q.forUpdate();
@@ -68,15 +101,7 @@ export async function changeNode(
         .where('state', '=', 'pending')
         .execute();
     }
-    if (changed && next.webhook_url) {
-      await enqueueStatusEvent(
-        tx,
-        { accountId: cur.account_id, nodeId, url: next.webhook_url, status: next.status },
-        now,
-        deps.maxPayloadBytes,
-      );
-      emitted = true;
-    }
+    if (changed) await emit(next);
     return next;
   });
   if (emitted) deps.onEvent();
