@@ -38,17 +38,34 @@ export function keyIdOf(publicKey: KeyObject): string {
   return createHash('sha256').update(canonical).digest('base64url');
 }
 
-async function newKey(vault: SigningKeyVault): Promise<{ kid: string; sealed: string; publicPem: string }> {
+/**
+ * Generates a key and stores it (its private part sealed) as `current` (the first key) or
+ * `published` (a rotation's next key). Returns its key id.
+ */
+async function insertNewKey(
+  db: CloudDb,
+  vault: SigningKeyVault,
+  status: 'current' | 'published',
+  now: number,
+): Promise<string> {
   const { privateKey, publicKey } = await generate('rsa', {
     modulusLength: KEY_BITS,
     publicExponent: 0x10001,
   });
   const kid = keyIdOf(publicKey);
-  return {
-    kid,
-    sealed: vault.seal(privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, kid),
-    publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
-  };
+  await db
+    .insertInto('signing_keys')
+    .values({
+      kid,
+      private_key_sealed: vault.seal(privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, kid),
+      public_pem: publicKey.export({ type: 'spki', format: 'pem' }) as string,
+      status,
+      created_at: now,
+      activated_at: status === 'current' ? now : null,
+      retired_at: null,
+    })
+    .execute();
+  return kid;
 }
 
 /** The private key of a row, checked against the row's key id. */
@@ -145,21 +162,8 @@ export async function ensureSigningKey(
     .where('status', '=', 'current')
     .executeTakeFirst();
   if (cur) return cur.kid;
-  const k = await newKey(vault);
   try {
-    await db
-      .insertInto('signing_keys')
-      .values({
-        kid: k.kid,
-        private_key_sealed: k.sealed,
-        public_pem: k.publicPem,
-        status: 'current',
-        created_at: now,
-        activated_at: now,
-        retired_at: null,
-      })
-      .execute();
-    return k.kid;
+    return await insertNewKey(db, vault, 'current', now);
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
     // Another instance created it first.
@@ -173,21 +177,8 @@ export async function ensureSigningKey(
 }
 
 /** Adds a new key, published but not yet signing. */
-export async function addKey(db: CloudDb, vault: SigningKeyVault, now = Date.now()): Promise<string> {
-  const k = await newKey(vault);
-  await db
-    .insertInto('signing_keys')
-    .values({
-      kid: k.kid,
-      private_key_sealed: k.sealed,
-      public_pem: k.publicPem,
-      status: 'published',
-      created_at: now,
-      activated_at: null,
-      retired_at: null,
-    })
-    .execute();
-  return k.kid;
+export function addKey(db: CloudDb, vault: SigningKeyVault, now = Date.now()): Promise<string> {
+  return insertNewKey(db, vault, 'published', now);
 }
 
 export class KeyRingError extends Error {
