@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { PERMIT2_DIGEST_PROBE, SIGNATURE_TRANSFER, SWAP_ESCROW, TEST_TOKEN } from './artifacts.ts';
 
@@ -13,7 +14,13 @@ describe('committed EVM artifacts', () => {
   it('are exactly what the pinned solc-js compiles from the committed Solidity sources', async () => {
     // plain JS build script (not part of the TypeScript project): loaded by URL at run time
     const script = new URL('../../test/evm/compile.mjs', import.meta.url).href;
-    const { compile } = (await import(script)) as { compile(): Record<string, Artifact> };
+    const { compile, HEADER } = (await import(script)) as {
+      compile(): Record<string, Artifact>;
+      HEADER: string;
+    };
+    // marked generated (`// @generated …` first), so tools and reviewers skip it
+    const committedText = readFileSync(new URL('./artifacts.ts', import.meta.url), 'utf8');
+    expect(committedText.slice(0, HEADER.length + 1)).toBe(`${HEADER}\n`);
     const fresh = compile();
     const committedAll = [
       TEST_TOKEN,
