@@ -99,7 +99,11 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
   // Before anything is opened: no encryption key, no start (a ConfigError naming the key).
   const vault = new SigningKeyVault(requireEncryptionKey(cfg));
   const logger = opts.logger;
-  const { db, dialect, close: closeDb } = await openCloudDatabase(cfg.databaseUrl, cfg.dataDir);
+  const {
+    db,
+    dialect,
+    close: closeDb,
+  } = await openCloudDatabase(cfg.databaseUrl, cfg.dataDir, logger.child({ component: 'database' }));
   try {
     const { sealed } = await prepareKeyRing(db, vault, dialect);
     if (sealed > 0)

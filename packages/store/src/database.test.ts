@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Generated, type Kysely, sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   columns,
   type Dialect,
@@ -118,5 +119,81 @@ describe('sqlite: prepared statements reused by SQL text', () => {
     } finally {
       await close();
     }
+  });
+});
+
+describe('postgres: errors of idle pool clients', () => {
+  /** Terminates the backend of the pool's one idle client from another connection, as a server restart would. */
+  async function terminateIdleClient(opened: ReturnType<typeof openDatabase<DB>>): Promise<number> {
+    const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(opened.db);
+    const pid = rows[0]!.pid;
+    const admin = new pg.Client({ connectionString: pgDb.url });
+    await admin.connect();
+    try {
+      const r = await admin.query('select pg_terminate_backend($1) as ok', [pid]);
+      expect(r.rows[0].ok).toBe(true);
+    } finally {
+      await admin.end();
+    }
+    return pid;
+  }
+
+  const until = async (what: () => boolean) => {
+    const deadline = Date.now() + 10_000;
+    while (!what()) {
+      if (Date.now() > deadline) throw new Error('timed out');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  it('are logged through the caller’s logger, without the password, and the pool goes on', async () => {
+    const logged: { obj: Record<string, unknown>; msg: string }[] = [];
+    const withPassword = pgDb.url.replace('//postgres@', '//postgres:s3cret@');
+    const opened = openDatabase<DB>(withPassword, {
+      poolSize: 1,
+      logger: { error: (obj, msg) => logged.push({ obj: obj as Record<string, unknown>, msg }) },
+    });
+    try {
+      const pid = await terminateIdleClient(opened);
+      await until(() => logged.length > 0);
+      expect(logged).toHaveLength(1);
+      expect(logged[0]!.msg).toMatch(/PostgreSQL idle client error/);
+      expect(logged[0]!.obj).toMatchObject({
+        err: { code: '57P01', message: expect.stringMatching(/terminat/) },
+        database: expect.stringContaining('postgres:***@'),
+      });
+      expect(JSON.stringify(logged)).not.toContain('s3cret');
+      // The process is still here and the pool replaced the client: a query runs on a new backend.
+      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(opened.db);
+      expect(rows[0]!.pid).not.toBe(pid);
+    } finally {
+      await opened.close();
+    }
+  });
+
+  it('go to stderr as a JSON line when no logger is given', async () => {
+    const lines: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk, ...rest) => {
+      if (typeof chunk === 'string' && chunk.includes('"name":"store"')) {
+        lines.push(chunk);
+        return true;
+      }
+      return write(chunk, ...(rest as [BufferEncoding, () => void]));
+    });
+    const opened = openDatabase<DB>(pgDb.url, { poolSize: 1 });
+    try {
+      await terminateIdleClient(opened);
+      await until(() => lines.length > 0);
+    } finally {
+      spy.mockRestore();
+      await opened.close();
+    }
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 50,
+      name: 'store',
+      err: { code: '57P01' },
+      msg: expect.stringMatching(/PostgreSQL idle client error/),
+    });
   });
 });

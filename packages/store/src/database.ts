@@ -19,18 +19,44 @@ export interface OpenedDatabase<DB> {
   close(): Promise<void>;
 }
 
+/** Where the database reports what it cannot throw to a caller; a pino logger fits. */
+export interface DatabaseLogger {
+  error(obj: object, msg: string): void;
+}
+
+/** Without a logger: one pino-shaped JSON line on stderr (level 50 = error), as the services log. */
+const stderrLogger: DatabaseLogger = {
+  error(obj, msg) {
+    process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), name: 'store', ...obj, msg })}\n`);
+  },
+};
+
 /**
  * Opens a Kysely database from a URL: `postgres://…` / `postgresql://…` (pg pool), `sqlite:<path>` or
  * `sqlite::memory:` (better-sqlite3 in WAL mode with a busy timeout and foreign keys on).
  *
+ * `logger` receives the PostgreSQL pool's errors of idle clients (a server restart, a terminated
+ * backend, a dropped connection): the pool discards that client and the next query opens a new one,
+ * so they are logged, never thrown. Default: a JSON line on stderr.
+ *
  * @example
- * const { db, dialect, close } = openDatabase<MySchema>('sqlite:/var/lib/swap/swap.db');
+ * const { db, dialect, close } = openDatabase<MySchema>('sqlite:/var/lib/swap/swap.db', { logger });
  */
-export function openDatabase<DB>(url: string, opts: { poolSize?: number } = {}): OpenedDatabase<DB> {
+export function openDatabase<DB>(
+  url: string,
+  opts: { poolSize?: number; logger?: DatabaseLogger } = {},
+): OpenedDatabase<DB> {
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10 });
-    // Without a listener an idle-client error (server restart) would crash the process.
-    pool.on('error', () => {});
+    const logger = opts.logger ?? stderrLogger;
+    const database = redactUrl(url);
+    // Without a listener an idle-client error would crash the process (an unhandled 'error' event).
+    pool.on('error', (err: Error & { code?: string }) => {
+      logger.error(
+        { err: { type: err.name, message: err.message, code: err.code }, database },
+        'PostgreSQL idle client error (client discarded; the pool opens a new one)',
+      );
+    });
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }

@@ -7,7 +7,7 @@
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { migrateToLatest, type OpenedDatabase, openDatabase } from '@rgbx/store';
+import { type DatabaseLogger, migrateToLatest, type OpenedDatabase, openDatabase } from '@rgbx/store';
 import { sql } from 'kysely';
 import { cloudMigrations } from './migrations.ts';
 import type { CloudDatabase } from './schema.ts';
@@ -27,9 +27,11 @@ function restrictSqliteFiles(file: string): void {
   for (const f of sqliteFiles(file)) if (existsSync(f)) chmodSync(f, 0o600);
 }
 
+/** `logger` gets the PostgreSQL pool's idle-client errors (default: a JSON line on stderr). */
 export async function openCloudDatabase(
   url: string,
   dataDir: string,
+  logger?: DatabaseLogger,
 ): Promise<OpenedDatabase<CloudDatabase>> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = sqliteFile(url);
@@ -40,7 +42,7 @@ export async function openCloudDatabase(
     closeSync(openSync(file, 'a', 0o600));
     restrictSqliteFiles(file);
   }
-  const opened = openDatabase<CloudDatabase>(url);
+  const opened = openDatabase<CloudDatabase>(url, logger ? { logger } : {});
   try {
     // Deleted and overwritten content (a retired key, a plain key replaced by its sealed form) is
     // zeroed in the file instead of lingering in free space.
