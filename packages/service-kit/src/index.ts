@@ -75,5 +75,5 @@ export {
   type SwaggerOptions,
   sendEnvelope,
 } from './server.ts';
-export { type PoolThread, ThreadPool, type ThreadPoolOptions } from './thread-pool.ts';
+export { type PoolThread, siblingModule, ThreadPool, type ThreadPoolOptions } from './thread-pool.ts';
 export { DUMMY_DIGEST, digestsEqual, mintToken, parseToken, sha256, type TokenScheme } from './tokens.ts';

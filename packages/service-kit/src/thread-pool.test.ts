@@ -1,26 +1,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ThreadPool, workerExecArgv } from './thread-pool.ts';
+import { MARKER, type TestReply } from './test-pool-worker.ts';
+import { siblingModule, ThreadPool, TS_LOADER, workerExecArgv } from './thread-pool.ts';
 
-// Doubles `n` after `ms` (so requests can be pending); `boom` answers an error.
-const SOURCE = `
-const { parentPort } = require('node:worker_threads');
-parentPort.on('message', (m) => {
-  setTimeout(() => parentPort.postMessage(m.boom ? { id: m.id, error: 'boom' } : { id: m.id, value: m.n * 2 }), m.ms ?? 0);
-});
-`;
-
-let pool: ThreadPool<{ spawned: number }, number>;
+let pool: ThreadPool<{ spawned: number }, unknown>;
 let spawned = 0;
 afterEach(() => pool?.close());
 
 function make(threads: number) {
-  pool = new ThreadPool<{ spawned: number }, number>({
+  pool = new ThreadPool<{ spawned: number }, unknown>({
     threads,
-    source: SOURCE,
+    module: siblingModule(import.meta.url, 'test-pool-worker'),
     name: 'test-pool',
     state: () => ({ spawned: ++spawned }),
-    settle: (m: { id: number; value?: number; error?: string }) =>
-      m.value !== undefined ? { value: m.value } : { error: new Error(m.error) },
+    settle: (m: TestReply) => (m.value !== undefined ? { value: m.value } : { error: new Error(m.error) }),
     lost: (why) => new Error('code' in why ? `exited ${why.code}` : `failed ${why.err.message}`),
   });
   return pool;
@@ -68,38 +60,63 @@ describe('ThreadPool', () => {
   });
 });
 
-describe('workerExecArgv', () => {
-  it('drops the source export condition in every spelling and keeps every other flag', () => {
-    const argv = ['--require', 'x.cjs', '--conditions', 'source', '--conditions', 'node', '-C', 'source'];
-    expect(workerExecArgv([...argv, '--conditions=source', '-Csource', '--conditions=development'])).toEqual([
-      '--require',
-      'x.cjs',
-      '--conditions',
-      'node',
-      '--conditions=development',
-    ]);
+describe('worker modules', () => {
+  it("siblingModule keeps the caller's extension: .ts from the sources, .js from dist", () => {
+    expect(siblingModule('file:///a/src/x/pool.ts', 'w').href).toBe('file:///a/src/x/w.ts');
+    expect(siblingModule('file:///a/dist/x/pool.js', 'w').href).toBe('file:///a/dist/x/w.js');
   });
 
-  it('a worker started under this runner resolves a workspace package to its built code', async () => {
-    // This file runs with `--conditions source`; the worker must not inherit it.
+  it('a pool started by the test runner runs the current source of its worker and of the workspace', async () => {
+    // This file runs with `--conditions source`; so does the thread, which runs test-pool-worker.ts itself
+    // (no build involved: a stale or missing dist/ would not be used).
     expect(process.execArgv.join(' ')).toMatch(/--conditions source|--conditions=source/);
-    const probe = new ThreadPool<Record<string, never>, string>({
-      threads: 1,
-      name: 'conditions-probe',
-      source: `
-        const { parentPort } = require('node:worker_threads');
-        parentPort.on('message', (m) => parentPort.postMessage({ id: m.id, value: require.resolve('@rgbx/store') }));`,
-      state: () => ({}),
-      settle: (m: { value: string }) => ({ value: m.value }),
-      lost: () => new Error('lost'),
+    const about = (await ask(make(1), 0, { about: true }).result) as Record<string, string>;
+    expect(about).toEqual({
+      module: new URL('./test-pool-worker.ts', import.meta.url).href,
+      marker: MARKER,
+      store: expect.stringMatching(/\/packages\/store\/src\/index\.ts$/),
     });
-    try {
-      const t = probe.pick()!;
-      const { id, results } = probe.expect(t, 1);
-      t.worker.postMessage({ id });
-      expect(await results[0]!).toMatch(/\/packages\/store\/dist\/index\.js$/);
-    } finally {
-      await probe.close();
-    }
+  });
+
+  it('refuses a worker module that does not exist', () => {
+    expect(() => new ThreadPool({ ...optionsOf(), module: new URL('./nope.js', import.meta.url) })).toThrow(
+      /does not exist/,
+    );
+  });
+});
+
+function optionsOf() {
+  return {
+    threads: 1,
+    name: 'x',
+    state: () => undefined,
+    settle: () => ({ value: 0 }),
+    lost: () => new Error('lost'),
+  };
+}
+
+describe('workerExecArgv', () => {
+  const argv = ['--require', 'x.cjs', '--conditions', 'source', '--conditions', 'node', '-C', 'source'];
+  const all = [...argv, '--conditions=source', '-Csource', '--conditions=development'];
+  const others = ['--require', 'x.cjs', '--conditions', 'node', '--conditions=development'];
+
+  it('a built (.js) module: drops the source export condition in every spelling, keeps every other flag', () => {
+    expect(workerExecArgv(new URL('file:///a/dist/w.js'), all)).toEqual(others);
+  });
+
+  it('a .ts module: the source condition (once) and the TypeScript loader', () => {
+    expect(workerExecArgv(new URL('file:///a/src/w.ts'), all)).toEqual([
+      ...others,
+      '--conditions',
+      'source',
+      '--import',
+      TS_LOADER.href,
+    ]);
+    expect(workerExecArgv(new URL('file:///a/src/w.ts'), [])).toEqual([
+      '--conditions',
+      'source',
+      '--import',
+      TS_LOADER.href,
+    ]);
   });
 });

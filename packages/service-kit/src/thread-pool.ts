@@ -1,10 +1,14 @@
 /**
  * A small pool of worker threads for CPU-bound work kept off the event loop (the cloud's RSA webhook
- * signatures, the swap's Permit2 signature checks). Each thread runs plain CommonJS given as source
- * (`eval`), so the same code runs from `src` in tests and from `dist`. The pool does the bookkeeping both
- * need: request ids, one pending map per thread, the least busy thread, and a thread that fails or exits
+ * signatures, the swap's Permit2 signature checks). Each thread runs a worker module of the caller's,
+ * a TypeScript file next to it (type-checked and linted like the rest) started by URL: `dist/….js` in a
+ * service, and under the test runner the `src/….ts` file itself, so a test runs the current sources
+ * (see {@link siblingModule} and {@link workerExecArgv}). The pool does the bookkeeping both need:
+ * request ids, one pending map per thread, the least busy thread, and a thread that fails or exits
  * rejecting what it had pending and being replaced by a new one (with fresh per-thread state).
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
 /** One thread of the pool, with whatever per-thread state the user keeps (e.g. which keys it holds). */
@@ -19,8 +23,11 @@ interface Slot<S, R> extends PoolThread<S> {
 
 export interface ThreadPoolOptions<S, R> {
   threads: number;
-  /** CommonJS evaluated in each thread; it answers messages with `{id, …}`. */
-  source: string;
+  /**
+   * The module each thread runs (an ES module answering messages with `{id, …}`): `.js` (built code) or,
+   * from the sources under the test runner, `.ts`. Usually {@link siblingModule}`(import.meta.url, name)`.
+   */
+  module: URL;
   /** Thread name (shown in diagnostics). */
   name: string;
   workerData?: unknown;
@@ -42,14 +49,14 @@ export class ThreadPool<S, R> {
   constructor(o: ThreadPoolOptions<S, R>) {
     this.o = o;
     this.threads = o.threads;
+    if (o.threads > 0) checkModule(o.module);
     for (let i = 0; i < o.threads; i++) this.slots.push(this.spawn());
   }
 
   private spawn(): Slot<S, R> {
-    const worker = new Worker(this.o.source, {
-      eval: true,
+    const worker = new Worker(this.o.module, {
       name: this.o.name,
-      execArgv: workerExecArgv(process.execArgv),
+      execArgv: workerExecArgv(this.o.module, process.execArgv),
       ...(this.o.workerData === undefined ? {} : { workerData: this.o.workerData }),
     });
     worker.unref(); // an idle pool never keeps the process alive
@@ -107,11 +114,37 @@ export class ThreadPool<S, R> {
 }
 
 /**
- * The parent's Node flags without the `source` export condition: a worker thread runs built code,
- * and under the test runner (`--conditions source`) a workspace package imported from it would
- * resolve to its TypeScript source, which a worker cannot load on Node 20.
+ * The module `name` next to `base` (a module's `import.meta.url`), with `base`'s extension: `./<name>.js`
+ * in built code, `./<name>.ts` when `base` runs from the sources (the test runner). `tsc` rewrites the
+ * extensions of imports, not of URLs, hence this.
  */
-export function workerExecArgv(argv: readonly string[]): string[] {
+export function siblingModule(base: string, name: string): URL {
+  return new URL(`./${name}${base.endsWith('.ts') ? '.ts' : '.js'}`, base);
+}
+
+/**
+ * The test-only loader that lets Node 20 run a `.ts` worker module (`scripts/ts-loader/` of the
+ * repository; `typescript` is a devDependency). Built code never needs it: its worker modules are `.js`.
+ */
+export const TS_LOADER = new URL('../../../scripts/ts-loader/register.mjs', import.meta.url);
+
+const isSource = (module: URL) => module.pathname.endsWith('.ts');
+
+function checkModule(module: URL): void {
+  if (!existsSync(fileURLToPath(module))) throw new Error(`worker module ${module.href} does not exist`);
+  if (isSource(module) && !existsSync(fileURLToPath(TS_LOADER)))
+    throw new Error(
+      `worker module ${module.href} is TypeScript, which runs only in the repository (with ${TS_LOADER.href})`,
+    );
+}
+
+/**
+ * The Node flags of a worker running `module`, from the parent's (`argv`). A `.ts` module (the sources,
+ * under the test runner): the parent's flags with the `source` export condition, so workspace packages
+ * resolve to their sources too, and the TypeScript loader. A `.js` module (built code): the parent's
+ * flags without the `source` condition, so built code never resolves a workspace package to TypeScript.
+ */
+export function workerExecArgv(module: URL, argv: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -122,5 +155,5 @@ export function workerExecArgv(argv: readonly string[]): string[] {
     if (a === '--conditions=source' || a === '-Csource') continue;
     out.push(a);
   }
-  return out;
+  return isSource(module) ? [...out, '--conditions', 'source', '--import', TS_LOADER.href] : out;
 }

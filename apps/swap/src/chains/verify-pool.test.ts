@@ -1,7 +1,8 @@
 /**
  * The worker-thread verifier against the inline one: same canonical signatures, same error classes,
  * codes, messages and details, for valid, mutated and malformed signatures (property test), on EVM and
- * Tron; and the pool keeps working after its thread dies.
+ * Tron; and the pool keeps working after its thread dies. Its threads run `verify-worker.ts` itself here
+ * (the current source, not a build of it), and `dist/chains/verify-worker.js` in a service.
  */
 import {
   buildPermit2TypedData,
@@ -11,10 +12,12 @@ import {
   VerificationError,
 } from '@rgbx/chains/evm';
 import { buildTronPermit2TypedData, tronAddressFromHex, tronAddressFromPublicKey } from '@rgbx/chains/tron';
+import { ThreadPool } from '@rgbx/service-kit';
 import fc from 'fast-check';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inlineVerifier, type Permit2Kind, VerifyPool } from './verify-pool.ts';
+import { inlineVerifier, type Permit2Kind, VERIFY_WORKER, VerifyPool } from './verify-pool.ts';
+import type { VerifyReply, VerifyRequest } from './verify-worker.ts';
 
 const owner = privateKeyToAccount(`0x${'42'.repeat(32)}`);
 const stranger = privateKeyToAccount(`0x${'43'.repeat(32)}`);
@@ -139,6 +142,39 @@ describe('Permit2 verify pool (worker threads) agrees with the inline check', ()
       await p.pool.pick()!.worker.terminate();
       await expect(pending).rejects.toThrow(/signature worker exited/);
       expect(await p.permit2('evm', evmTd, sig, owner.address)).toBe(sig);
+    } finally {
+      await p.close();
+    }
+  });
+});
+
+describe('the verify worker module', () => {
+  it("under the test runner, the pool's threads run the current source (verify-worker.ts, not dist)", async () => {
+    expect(VERIFY_WORKER.href).toBe(new URL('./verify-worker.ts', import.meta.url).href);
+    expect(await pool.workerModule()).toBe(VERIFY_WORKER.href);
+  });
+
+  it('the built worker (what a service runs) answers the same from dist/ (run `npx tsc -b` first)', async () => {
+    const built = new URL('../../dist/chains/verify-worker.js', import.meta.url);
+    const p = new ThreadPool<undefined, VerifyReply>({
+      threads: 1,
+      module: built,
+      name: 'permit2-verify-dist',
+      state: () => undefined,
+      settle: (m: VerifyReply) => ({ value: m }),
+      lost: () => new Error('lost'),
+    });
+    try {
+      const t = p.pick()!;
+      const { id, results } = p.expect(t, 2);
+      const sig = await sign(owner, evmTd);
+      const asks: VerifyRequest[] = [
+        { id, kind: 'about' },
+        { id: id + 1, kind: 'evm', td: evmTd, signature: sig, owner: owner.address },
+      ];
+      for (const m of asks) t.worker.postMessage(m);
+      expect(await results[0]).toEqual({ id, module: built.href });
+      expect(await results[1]).toEqual({ id: id + 1, canonical: sig });
     } finally {
       await p.close();
     }

@@ -3,12 +3,10 @@
  * hashing plus a secp256k1 public-key recovery: 2–3 ms of CPU per approval, which on the event loop
  * would serialise with everything else the service does (the allowance RPC's client work, database
  * commits, HTTP). A small pool of worker threads (`[swap] verify_threads`, 1 by default; 0 = inline)
- * runs `@rgbx/chains`' own verifiers, so the result is exactly what an inline call gives: the same
+ * runs `@rgbx/chains`' own verifiers (`verify-worker.ts`), so the result is exactly what an inline call gives: the same
  * canonical signature, the same `VerificationError` code, message, expected and received. If a worker
  * fails, its pending checks reject and a new worker replaces it.
  */
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import {
   ChainInputError,
   type Permit2Signable,
@@ -16,7 +14,8 @@ import {
   verifyPermit2Signature,
 } from '@rgbx/chains/evm';
 import { verifyTronPermit2Signature } from '@rgbx/chains/tron';
-import { ThreadPool } from '@rgbx/service-kit';
+import { siblingModule, ThreadPool } from '@rgbx/service-kit';
+import type { Failure, VerifyReply, VerifyRequest } from './verify-worker.ts';
 
 export type Permit2Kind = 'evm' | 'tron';
 
@@ -37,43 +36,8 @@ async function verifyInline(kind: Permit2Kind, td: Permit2Signable, signature: s
 /** Checks on the calling thread (`verify_threads = 0`, and unit tests of logic around it). */
 export const inlineVerifier: SignatureVerifier = { permit2: verifyInline, close: async () => {} };
 
-// The built modules of the chains package: a worker thread runs plain JavaScript, so when the caller
-// resolves the TypeScript sources (tests run them through the `source` export condition) the
-// thread takes the file `tsc -b` emits for it (`src/x.ts` → `dist/x.js`).
-const require = createRequire(import.meta.url);
-const built = (spec: string) =>
-  pathToFileURL(require.resolve(spec).replace(/\/src\/(.+)\.ts$/, '/dist/$1.js')).href;
-const MODULES = { evm: built('@rgbx/chains/evm'), tron: built('@rgbx/chains/tron') };
-
-// CommonJS evaluated in the thread; it imports the chains modules by absolute URL.
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const loaded = Promise.all([import(workerData.evm), import(workerData.tron)]);
-parentPort.on('message', async (m) => {
-  try {
-    const [evm, tron] = await loaded;
-    const r = m.kind === 'tron'
-      ? await tron.verifyTronPermit2Signature(m.td, m.signature, m.owner)
-      : await evm.verifyPermit2Signature(m.td, m.signature, m.owner);
-    parentPort.postMessage({ id: m.id, canonical: r.canonicalSignature });
-  } catch (err) {
-    const e = err || {};
-    parentPort.postMessage({
-      id: m.id,
-      failure: { name: e.name, message: String(e.message), code: e.code, expected: e.expected, received: e.received, field: e.field },
-    });
-  }
-});
-`;
-
-interface Failure {
-  name?: string;
-  message: string;
-  code?: string;
-  expected?: string;
-  received?: string;
-  field?: string;
-}
+/** The threads' module: `verify-worker.js` next to this file, or `verify-worker.ts` from the sources. */
+export const VERIFY_WORKER = siblingModule(import.meta.url, 'verify-worker');
 
 /** The error the chains module threw in the worker, as the same class with the same fields. */
 function rebuild(f: Failure): Error {
@@ -89,8 +53,6 @@ function rebuild(f: Failure): Error {
   return new Error(`signature check failed in its worker: ${f.message}`);
 }
 
-type Reply = { id: number; canonical?: string; failure?: Failure };
-
 export class VerifyPool implements SignatureVerifier {
   readonly threads: number;
   readonly pool: ThreadPool<undefined, string>;
@@ -99,14 +61,13 @@ export class VerifyPool implements SignatureVerifier {
     this.threads = threads;
     this.pool = new ThreadPool<undefined, string>({
       threads,
-      source: WORKER_SOURCE,
+      module: VERIFY_WORKER,
       name: 'permit2-verify',
-      workerData: MODULES,
       state: () => undefined,
-      settle: (m: Reply) =>
-        m.canonical !== undefined
-          ? { value: m.canonical }
-          : { error: rebuild(m.failure ?? { message: 'no result' }) },
+      settle: (m: VerifyReply) => {
+        const value = m.canonical ?? m.module;
+        return value !== undefined ? { value } : { error: rebuild(m.failure ?? { message: 'no result' }) };
+      },
       lost: (why) =>
         new Error(
           'err' in why
@@ -120,7 +81,16 @@ export class VerifyPool implements SignatureVerifier {
     const thread = this.pool.pick();
     if (!thread) return verifyInline(kind, td, signature, owner);
     const { id, results } = this.pool.expect(thread, 1);
-    thread.worker.postMessage({ id, kind, td, signature, owner });
+    thread.worker.postMessage({ id, kind, td, signature, owner } satisfies VerifyRequest);
+    return results[0]!;
+  }
+
+  /** The URL of the module a thread runs (diagnostics: `…/dist/…/verify-worker.js` in a service). */
+  async workerModule(): Promise<string | undefined> {
+    const thread = this.pool.pick();
+    if (!thread) return undefined;
+    const { id, results } = this.pool.expect(thread, 1);
+    thread.worker.postMessage({ id, kind: 'about' } satisfies VerifyRequest);
     return results[0]!;
   }
 
