@@ -71,7 +71,7 @@ const { assertTxUnused } = await import('../apps/swap/dist/store/legs.js');
 const { deploySwapContracts, deployTestToken, escrowDeposit, TEST_TOKEN } = await import(
   '../packages/devnet/dist/evm-devnode/index.js'
 );
-const { startDevnet } = await import('../packages/devnet/dist/index.js');
+const { startDevnet, swapDevnetToml } = await import('../packages/devnet/dist/index.js');
 const { fulfilCommitment } = await import('../packages/chains/dist/btc/index.js');
 const { ElectrumConnection } = await import('../packages/chains/dist/btc/index.js');
 const { jsonRpcTransport } = await import('../packages/chains/dist/evm/transport.js');
@@ -125,81 +125,54 @@ function jsonRpc(url, method, params) {
 // The service configuration: Bitcoin regtest (Electrum), the EVM devnode, the Solana devnode.
 
 function configToml(o) {
-  return `
-devnet = true
-database_url = "${o.databaseUrl}"
-preimage_key = "${'ab'.repeat(32)}"
-log_level = "silent"
-[swap]
-quote_ttl_secs = 600
-intent_ttl_secs = 3600
-scheduler_interval_ms = 3600000
-refund_safety_margin_secs = ${REFUND_DELAY_SECS}
-[bitcoin]
-electrum_url = "${o.electrum}"
-min_confirmations = 1
-[[networks]]
-id = ${NET.btc}
-name = "Bitcoin regtest"
-type = "BITCOIN"
-bitcoin_network = "regtest"
-[[networks]]
-id = ${NET.evm}
-name = "EVM devnode"
-type = "EVM"
-chain_id = ${o.chainId}
-rpc_url = "${o.evmRpc}"
-permit2_address = "${o.permit2}"
-escrow_address = "${o.escrow}"
-[[networks]]
-id = ${NET.sol}
-name = "Solana devnode"
-type = "SOLANA"
-rpc_url = "${o.solRpc}"
-[[tokens]]
-network_id = ${NET.btc}
-symbol = "BTC"
-name = "Bitcoin"
-address = "BTC"
-decimals = 8
-[[tokens]]
-network_id = ${NET.evm}
-symbol = "USDC"
-name = "Test USD"
-address = "${o.usdc}"
-decimals = 6
-[[tokens]]
-network_id = ${NET.sol}
-symbol = "SOL"
-name = "Solana"
-address = "${SOL_MINT}"
-decimals = 9
-[[resolvers]]
-id = "reference"
-name = "Reference"
-api_key_sha256 = "${createHash('sha256').update(RESOLVER_KEY).digest('hex')}"
-bitcoin_claim_pubkey = "${Buffer.from(utils.pubSchnorr(utils.randomPrivateKeyBytes())).toString('hex')}"
-evm_address = "${o.resolverEvm}"
-solana_address = "${o.resolverSol}"
-[[resolvers.rates]]
-source_network = ${NET.evm}
-source_token = "${o.usdc}"
-dest_network = ${NET.btc}
-dest_token = "BTC"
-rate = "0.0000166"
-[[resolvers.rates]]
-source_network = ${NET.sol}
-source_token = "${SOL_MINT}"
-dest_network = ${NET.evm}
-dest_token = "${o.usdc}"
-rate = "150.25"
-[[resolvers.rates]]
-source_network = ${NET.evm}
-source_token = "${o.usdc}"
-dest_network = ${NET.sol}
-dest_token = "${SOL_MINT}"
-rate = "0.005"
-`;
+  return swapDevnetToml({
+    service: { database_url: o.databaseUrl, preimage_key: 'ab'.repeat(32), log_level: 'silent' },
+    swap: {
+      quote_ttl_secs: 600,
+      intent_ttl_secs: 3600,
+      scheduler_interval_ms: 3600000,
+      refund_safety_margin_secs: Number(REFUND_DELAY_SECS),
+    },
+    bitcoin: { electrumUrl: o.electrum },
+    evm: {
+      rpcUrl: o.evmRpc,
+      chainId: o.chainId,
+      permit2: o.permit2,
+      escrow: o.escrow,
+      usdc: o.usdc,
+      token: { decimals: 6 },
+    },
+    solana: { rpcUrl: o.solRpc },
+    resolver: {
+      apiKeySha256: createHash('sha256').update(RESOLVER_KEY).digest('hex'),
+      bitcoinClaimPubkey: Buffer.from(utils.pubSchnorr(utils.randomPrivateKeyBytes())).toString('hex'),
+      evmAddress: o.resolverEvm,
+      solanaAddress: o.resolverSol,
+    },
+    rates: [
+      {
+        source_network: NET.evm,
+        source_token: o.usdc,
+        dest_network: NET.btc,
+        dest_token: 'BTC',
+        rate: '0.0000166',
+      },
+      {
+        source_network: NET.sol,
+        source_token: SOL_MINT,
+        dest_network: NET.evm,
+        dest_token: o.usdc,
+        rate: '150.25',
+      },
+      {
+        source_network: NET.evm,
+        source_token: o.usdc,
+        dest_network: NET.sol,
+        dest_token: SOL_MINT,
+        rate: '0.005',
+      },
+    ],
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

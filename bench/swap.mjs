@@ -56,6 +56,7 @@ const swap = await import('../apps/swap/dist/index.js');
 const { typedDataOf } = await import('../apps/swap/dist/kinds/evm/permit2-approval.js');
 const { readErc20Allowance, verifyPermit2Signature } = await import('../packages/chains/dist/evm/index.js');
 const { verifyCosignTransaction } = await import('../packages/chains/dist/sol/index.js');
+const { swapDevnetToml } = await import('../packages/devnet/dist/index.js');
 const { deployTestToken, approveErc20 } = await import('../packages/devnet/dist/evm-devnode/index.js');
 const { createTestPgDatabase } = await import('../packages/store/dist/index.js');
 const { signCosignApproval, signPermit2Approval } = await import('../packages/sdk/dist/index.js');
@@ -103,75 +104,21 @@ const SOL = 'So11111111111111111111111111111111111111112';
 /** The Permit2 quotes' source amount (`amountLots`). */
 const SOURCE_LOTS = 1000000000000000000000n;
 
+// Settlement readers are required by the config. Nothing measured here reads Bitcoin (closed port);
+// Solana intents take a recent blockhash from the Solana devnode (a separate process, untimed setup).
 function config(databaseUrl, rpcUrl, token, solRpcUrl) {
-  return `
-database_url = "${databaseUrl}"
-preimage_key = "${'ab'.repeat(32)}"
-log_level = "silent"
-# Settlement readers are required by the config. Nothing measured here reads Bitcoin (closed port);
-# Solana intents take a recent blockhash from the Solana devnode (a separate process, untimed setup).
-[bitcoin]
-electrum_url = "tcp://127.0.0.1:1"
-[swap]
-quote_ttl_secs = 3600
-scheduler_interval_ms = 3600000
-verify_threads = ${VERIFY_THREADS}
-[[networks]]
-id = 1
-name = "Bitcoin regtest"
-type = "BITCOIN"
-bitcoin_network = "regtest"
-[[networks]]
-id = 2
-name = "EVM devnode"
-type = "EVM"
-chain_id = 31337
-rpc_url = "${rpcUrl}"
-permit2_address = "${PERMIT2}"
-escrow_address = "${ESCROW}"
-[[networks]]
-id = 4
-name = "Solana"
-type = "SOLANA"
-rpc_url = "${solRpcUrl}"
-[[tokens]]
-network_id = 1
-symbol = "BTC"
-name = "Bitcoin"
-address = "BTC"
-decimals = 8
-[[tokens]]
-network_id = 2
-symbol = "USDC"
-name = "Test USD"
-address = "${token}"
-decimals = 18
-[[tokens]]
-network_id = 4
-symbol = "SOL"
-name = "Solana"
-address = "${SOL}"
-decimals = 9
-[[resolvers]]
-id = "reference"
-name = "Reference"
-api_key_sha256 = "${'00'.repeat(32)}"
-bitcoin_claim_pubkey = "1fb5199d7d16074b1aa2bfe72ca35602eb0df446a5bc5754645b1ac7eaf9d6f6"
-evm_address = "0x6Cc0Ab460d13660B9962D5364b7E360222fb5F44"
-solana_address = "${RESOLVER_SOL}"
-[[resolvers.rates]]
-source_network = 2
-source_token = "${token}"
-dest_network = 1
-dest_token = "BTC"
-rate = "0.0000166"
-[[resolvers.rates]]
-source_network = 4
-source_token = "${SOL}"
-dest_network = 2
-dest_token = "${token}"
-rate = "150"
-`;
+  return swapDevnetToml({
+    service: { devnet: false, database_url: databaseUrl, preimage_key: 'ab'.repeat(32), log_level: 'silent' },
+    swap: { quote_ttl_secs: 3600, scheduler_interval_ms: 3600000, verify_threads: VERIFY_THREADS },
+    bitcoin: { electrumUrl: 'tcp://127.0.0.1:1' },
+    evm: { rpcUrl, chainId: 31337, permit2: PERMIT2, escrow: ESCROW, usdc: token },
+    solana: { rpcUrl: solRpcUrl },
+    resolver: { apiKeySha256: '00'.repeat(32), solanaAddress: RESOLVER_SOL },
+    rates: [
+      { source_network: 2, source_token: token, dest_network: 1, dest_token: 'BTC', rate: '0.0000166' },
+      { source_network: 4, source_token: SOL, dest_network: 2, dest_token: token, rate: '150' },
+    ],
+  });
 }
 
 const METRICS = [

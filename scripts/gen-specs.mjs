@@ -1,5 +1,6 @@
 // Writes each service's OpenAPI document to specs/<service>.openapi.json from its built app (the TypeBox
-// route schemas are the source). `--check` fails when a committed spec differs from the code (CI drift check).
+// route schemas are the source), and the other generated files that are committed (the swap's devnet
+// configuration). `--check` fails when a committed file differs from the code (CI drift check).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,10 +41,22 @@ const services = {
   },
 };
 
+/** Other generated files, committed: path → its text. */
+const generated = {
+  'apps/swap/config/devnet.toml': async () => (await import('@rgbx/devnet')).swapDevnetTemplateToml(),
+};
+
 let drift = false;
-for (const [name, build] of Object.entries(services)) {
-  const doc = `${JSON.stringify(await build(), null, 2)}\n`;
-  const file = join(root, 'specs', `${name}.openapi.json`);
+const outputs = [
+  ...Object.entries(services).map(([name, build]) => [
+    `specs/${name}.openapi.json`,
+    async () => `${JSON.stringify(await build(), null, 2)}\n`,
+  ]),
+  ...Object.entries(generated),
+];
+for (const [path, build] of outputs) {
+  const doc = await build();
+  const file = join(root, path);
   if (check) {
     let committed = '';
     try {
@@ -51,11 +64,11 @@ for (const [name, build] of Object.entries(services)) {
     } catch {}
     if (committed !== doc) {
       drift = true;
-      console.error(`specs/${name}.openapi.json is out of date: run "npm run specs" and commit it`);
+      console.error(`${path} is out of date: run "npm run specs" and commit it`);
     }
   } else {
     writeFileSync(file, doc);
-    console.info(`wrote specs/${name}.openapi.json`);
+    console.info(`wrote ${path}`);
   }
 }
 process.exit(drift ? 1 : 0);

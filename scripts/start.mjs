@@ -2,13 +2,13 @@
 // Services run from their build output (`tsc -b` runs first) with configs generated under the devnet dir.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tronAddressFromHex } from '@rgbx/chains/tron';
-import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
+import { spawnService, startDevnet, swapDevnetToml, walletNodeToml } from '@rgbx/devnet';
 import { deploySwapDevnet } from '@rgbx/devnet/evm-devnode';
-import { readToml, writeToml } from '@rgbx/service-kit';
+import { writeToml } from '@rgbx/service-kit';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const dir = resolve(process.env.RGBX_DEVNET_DIR ?? join(root, '.devnet'));
@@ -61,19 +61,10 @@ async function main() {
   });
   const keyFile = join(sw, 'preimage.key');
   if (!existsSync(keyFile)) writeFileSync(keyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
-  // The committed devnet config with this run's data directory and port.
-  const swapConfig = readToml(readFileSync(join(root, 'apps/swap/config/devnet.toml'), 'utf8'));
-  swapConfig.data_dir = join(sw, 'data');
-  swapConfig.port = Number(process.env.RGBX_SWAP_PORT ?? 3100);
-  writeFileSync(
-    join(sw, 'config.toml'),
-    writeToml(swapConfig, ['written by npm start from apps/swap/config/devnet.toml']),
-    { mode: 0o600 },
-  );
   const chainId = BigInt(evm.chain_id);
   const deployer = evm.accounts[0].private_key;
   // The escrow's refund delay is the swap's refund safety margin (swap.refund_safety_margin_secs, default 3600).
-  const margin = swapConfig.swap?.refund_safety_margin_secs ?? 3600;
+  const margin = 3600;
   // USDC, SignatureTransfer, SwapEscrow in this order from account 0 (nonces 0, 1, 2) as the first
   // transactions of this fresh devnode: always the addresses devnet.toml falls back to (held by
   // packages/devnet/src/evm-devnode/devnet-addresses.test.ts). Send nothing from account 0 before.
@@ -84,30 +75,51 @@ async function main() {
   const sol = await startService('solana devnode', [join(root, 'packages/devnet/dist/sol-devnode/main.js')]);
   endpoints.solana_devnode = { rpc_url: sol };
   const swapMain = join(root, 'apps/swap/dist/main.js');
-  const swapEnv = {
-    SWAP_PREIMAGE_KEY: readFileSync(keyFile, 'utf8').trim(),
-    ELECTRUM_URL: info.electrum,
-    EVM_RPC_URL: evm.rpc_url,
-    EVM_USDC: usdc,
-    EVM_PERMIT2: permit2,
-    EVM_ESCROW: escrow,
-    TRON_RPC_URL: evm.rpc_url,
-    TRON_CHAIN_ID: evm.chain_id,
-    TRON_USDT: tronAddressFromHex(usdc),
-    TRON_PERMIT2: tronAddressFromHex(permit2),
-    TRON_ESCROW: tronAddressFromHex(escrow),
-    SOLANA_RPC_URL: sol,
-  };
-  const swapUrl = await startService('swap service', [swapMain, '-c', join(sw, 'config.toml')], {
-    env: swapEnv,
-  });
+  // The devnet configuration (the same generator as apps/swap/config/devnet.toml) with this run's
+  // endpoints, contracts, data directory and port.
+  writeFileSync(
+    join(sw, 'config.toml'),
+    swapDevnetToml(
+      {
+        service: {
+          host: '127.0.0.1',
+          port: Number(process.env.RGBX_SWAP_PORT ?? 3100),
+          data_dir: join(sw, 'data'),
+          preimage_key_file: keyFile,
+          log_level: 'info',
+        },
+        swap: { quote_ttl_secs: 120, intent_ttl_secs: 3600, scheduler_interval_ms: 5000 },
+        bitcoin: { electrumUrl: info.electrum },
+        evm: {
+          rpcUrl: evm.rpc_url,
+          chainId: Number(evm.chain_id),
+          permit2,
+          escrow,
+          usdc,
+          extra: { min_confirmations: 1 },
+        },
+        tron: {
+          rpcUrl: evm.rpc_url,
+          chainId: Number(evm.chain_id),
+          permit2: tronAddressFromHex(permit2),
+          escrow: tronAddressFromHex(escrow),
+          usdt: tronAddressFromHex(usdc),
+          extra: { min_confirmations: 1 },
+        },
+        solana: { rpcUrl: sol, extra: { min_confirmations: 1 } },
+      },
+      ['written by npm start (swapDevnetToml in packages/devnet)'],
+    ),
+    { mode: 0o600 },
+  );
+  const swapUrl = await startService('swap service', [swapMain, '-c', join(sw, 'config.toml')]);
   const swapKeyFile = join(sw, 'dev-api-key');
   if (!existsSync(swapKeyFile)) {
     // A first API key for trying the swap API (X-API-Key), kept (0600) for the next starts.
     const r = spawnSync(
       process.execPath,
       [swapMain, '-c', join(sw, 'config.toml'), 'keys', 'create', '--name', 'dev'],
-      { encoding: 'utf8', env: { ...process.env, ...swapEnv } },
+      { encoding: 'utf8' },
     );
     if (r.status !== 0) throw new Error(`swap keys create failed: ${r.stderr}`);
     writeFileSync(swapKeyFile, JSON.parse(r.stdout.trim().split('\n').pop()).key, { mode: 0o600 });
@@ -129,7 +141,8 @@ async function main() {
         signing_keys: { encryption_key_file: cloudKeyFile },
         api: { listen_address: '127.0.0.1', port: Number(process.env.RGBX_CLOUD_PORT ?? 3200) },
         cloud: { data_dir: join(cl, 'data') },
-        backend: { devnet_dir: dir },
+        // The devnet follow-mode, a dev-only plug-in of the devnet kit (loaded because this config names it).
+        backend: { plugin: '@rgbx/devnet/cloud-backend', plugin_options: { dir } },
         nodes: { stop_on_shutdown: true },
         webhooks: { allow_cidrs: ['127.0.0.0/8', '::1/128'], allow_http: true },
       },

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { tronAddressFromPublicKey } from '@rgbx/chains/tron';
+import { defaultSwapRates, swapDevnetToml } from '@rgbx/devnet';
 import { sha256 } from '@rgbx/service-kit';
 import { createTestPgDatabase, type Dialect } from '@rgbx/store';
 import { base58 } from '@scure/base';
@@ -130,147 +131,85 @@ export interface TestConfigOptions {
 export function testConfigToml(o: TestConfigOptions): string {
   const usdc = o.usdc ?? USDC;
   const tronUsdt = o.tronUsdt ?? TRON_USDT;
-  return `
-devnet = true
-database_url = "${o.databaseUrl}"
-preimage_key = "${'ab'.repeat(32)}"
-log_level = "silent"
-
-[swap]
-quote_ttl_secs = ${o.quoteTtlSecs ?? 60}
-intent_ttl_secs = ${o.intentTtlSecs ?? 3600}
-scheduler_interval_ms = 3600000
-refund_safety_margin_secs = ${o.refundSafetyMarginSecs ?? 3600}
-
-[bitcoin]
-electrum_url = "${o.electrumUrl ?? UNREACHABLE_ELECTRUM}"
-fee_rate_sat_vb = 2
-min_confirmations = ${o.minConfirmations ?? 1}
-
-[[networks]]
-id = ${NET.btc}
-name = "Bitcoin regtest"
-type = "BITCOIN"
-bitcoin_network = "regtest"
-
-[[networks]]
-id = ${NET.evm}
-name = "Local EVM"
-type = "EVM"
-chain_id = ${o.evmChainId ?? 31337}
-permit2_address = "${o.permit2 ?? PERMIT2}"
-escrow_address = "${o.escrow ?? ESCROW}"
-${o.evmRpcUrl ? `rpc_url = "${o.evmRpcUrl}"` : `rpc_url = "${UNREACHABLE_RPC}"\nverify_allowance = false`}
-
-[[networks]]
-id = ${NET.tron}
-name = "Tron"
-type = "TRON"
-chain_id = ${o.tronChainId ?? 728126428}
-permit2_address = "${o.tronPermit2 ?? TRON_PERMIT2}"
-escrow_address = "${o.tronEscrow ?? TRON_ESCROW}"
-rpc_url = "${o.tronRpcUrl ?? UNREACHABLE_RPC}"
-verify_allowance = ${o.tronRpcUrl ? 'true' : 'false'}
-
-[[networks]]
-id = ${NET.sol}
-name = "Solana"
-type = "SOLANA"
-rpc_url = "${o.solRpcUrl ?? UNREACHABLE_RPC}"
-${o.solEscrow ? `solana_escrow_address = "${o.solEscrow}"` : ''}
-
-[[tokens]]
-network_id = ${NET.btc}
-symbol = "BTC"
-name = "Bitcoin"
-address = "BTC"
-decimals = 8
-
-[[tokens]]
-network_id = ${NET.btc}
-symbol = "RGBT"
-name = "RGB test asset"
-address = "${RGB_ASSET}"
-decimals = 0
-rgb = true
-
-[[tokens]]
-network_id = ${NET.evm}
-symbol = "USDC"
-name = "USD Coin"
-address = "${usdc}"
-decimals = 6
-
-[[tokens]]
-network_id = ${NET.evm}
-symbol = "ETH"
-name = "Ether"
-address = "0x0000000000000000000000000000000000000000"
-decimals = 18
-wrapped_token_address = "${WETH}"
-
-[[tokens]]
-network_id = ${NET.tron}
-symbol = "USDT"
-name = "Tether USD"
-address = "${tronUsdt}"
-decimals = 6
-
-[[tokens]]
-network_id = ${NET.sol}
-symbol = "SOL"
-name = "Solana"
-address = "${SOL_MINT}"
-decimals = 9
-
-[[resolvers]]
-id = "reference"
-name = "Reference resolver"
-api_key_sha256 = "${sha256(RESOLVER_KEY).toString('hex')}"
-bitcoin_claim_pubkey = "${Buffer.from(RESOLVER_BTC.xonly).toString('hex')}"
-evm_address = "${RESOLVER_EVM.address}"
-tron_address = "${RESOLVER_TRON.address}"
-solana_address = "${RESOLVER_SOL}"
-
-[[resolvers.rates]]
-source_network = ${NET.btc}
-source_token = "BTC"
-dest_network = ${NET.evm}
-dest_token = "${usdc}"
-rate = "60000"
-fee_bps = 10
-min_source_lots = "10000"
-max_source_lots = "100000000"
-
-[[resolvers.rates]]
-source_network = ${NET.evm}
-source_token = "${usdc}"
-dest_network = ${NET.btc}
-dest_token = "BTC"
-rate = "0.0000166"
-
-[[resolvers.rates]]
-source_network = ${NET.tron}
-source_token = "${tronUsdt}"
-dest_network = ${NET.evm}
-dest_token = "${usdc}"
-rate = "0.999"
-
-[[resolvers.rates]]
-source_network = ${NET.sol}
-source_token = "${SOL_MINT}"
-dest_network = ${NET.evm}
-dest_token = "${usdc}"
-rate = "150.25"
-
-[[resolvers.rates]]
-source_network = ${NET.btc}
-source_token = "${RGB_ASSET}"
-dest_network = ${NET.evm}
-dest_token = "${usdc}"
-rate = "1"
-${o.extra ?? ''}
-`;
+  const toml = swapDevnetToml({
+    service: {
+      database_url: o.databaseUrl,
+      preimage_key: 'ab'.repeat(32),
+      log_level: 'silent',
+    },
+    swap: {
+      quote_ttl_secs: o.quoteTtlSecs ?? 60,
+      intent_ttl_secs: o.intentTtlSecs ?? 3600,
+      scheduler_interval_ms: 3600000,
+      refund_safety_margin_secs: o.refundSafetyMarginSecs ?? 3600,
+    },
+    bitcoin: {
+      electrumUrl: o.electrumUrl ?? UNREACHABLE_ELECTRUM,
+      minConfirmations: o.minConfirmations ?? 1,
+    },
+    evm: {
+      rpcUrl: o.evmRpcUrl ?? UNREACHABLE_RPC,
+      chainId: o.evmChainId ?? 31337,
+      permit2: o.permit2 ?? PERMIT2,
+      escrow: o.escrow ?? ESCROW,
+      usdc,
+      token: { name: 'USD Coin', decimals: 6 },
+      extra: { name: 'Local EVM', ...(o.evmRpcUrl ? {} : { verify_allowance: false }) },
+    },
+    tron: {
+      rpcUrl: o.tronRpcUrl ?? UNREACHABLE_RPC,
+      chainId: o.tronChainId ?? 728126428,
+      permit2: o.tronPermit2 ?? TRON_PERMIT2,
+      escrow: o.tronEscrow ?? TRON_ESCROW,
+      usdt: tronUsdt,
+      token: { name: 'Tether USD', decimals: 6 },
+      extra: { name: 'Tron', verify_allowance: o.tronRpcUrl !== undefined },
+    },
+    solana: {
+      rpcUrl: o.solRpcUrl ?? UNREACHABLE_RPC,
+      extra: { name: 'Solana', ...(o.solEscrow ? { solana_escrow_address: o.solEscrow } : {}) },
+    },
+    tokens: [
+      {
+        network_id: NET.btc,
+        symbol: 'RGBT',
+        name: 'RGB test asset',
+        address: RGB_ASSET,
+        decimals: 0,
+        rgb: true,
+      },
+      {
+        network_id: NET.evm,
+        symbol: 'ETH',
+        name: 'Ether',
+        address: '0x0000000000000000000000000000000000000000',
+        decimals: 18,
+        wrapped_token_address: WETH,
+      },
+    ],
+    resolver: {
+      name: 'Reference resolver',
+      apiKeySha256: sha256(RESOLVER_KEY).toString('hex'),
+      bitcoinClaimPubkey: Buffer.from(RESOLVER_BTC.xonly).toString('hex'),
+      evmAddress: RESOLVER_EVM.address,
+      tronAddress: RESOLVER_TRON.address,
+      solanaAddress: RESOLVER_SOL,
+    },
+    rates: [
+      ...defaultSwapRates({ usdc, usdt: tronUsdt, solana: true }).map((r) =>
+        r.source_token === SOL_MINT ? { ...r, rate: '150.25' } : r,
+      ),
+      {
+        source_network: NET.btc,
+        source_token: RGB_ASSET,
+        dest_network: NET.evm,
+        dest_token: usdc,
+        rate: '1',
+      },
+    ],
+  });
+  // Tests append their own `[[resolvers.rates]]` (the generated text ends with the resolver's rates).
+  return `${toml}\n${o.extra ?? ''}\n`;
 }
 
 export interface TestService extends SwapApp {
