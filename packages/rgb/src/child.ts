@@ -1,6 +1,7 @@
 /**
  * Child-process entry that owns the rgb-lib native addon. Started by {@link RgbHost} with
- * `child_process.fork` (from the compiled `dist/child.js`); never import this module elsewhere.
+ * `child_process.fork` (`dist/child.js`, or this file itself with the test-only TypeScript loader when the
+ * host runs from the sources); never import this module elsewhere.
  *
  * It loads ONLY the raw swig module `@rgb-tools/rgb-lib-linux-x64/rgblib` (never `wrapper.js`, whose
  * `createUtxosBegin`/`createUtxosEnd` pass the wrong number of arguments and whose `JSON.parse`
@@ -20,6 +21,7 @@ import {
   type ResponseMessage,
   WALLET_FUNCTIONS,
 } from './protocol.ts';
+import type { WatchdogData } from './watchdog-worker.ts';
 
 /** Opaque `COpaqueStruct` proxy returned by `rgblib_new_wallet`. */
 type WalletObject = object;
@@ -41,17 +43,18 @@ if (!process.send) {
 const send = process.send.bind(process);
 
 /*
- * Parent-death watchdog. The 'disconnect' handler at the end of this file cannot run while this thread is
- * blocked inside a synchronous rgb-lib call (up to minutes, e.g. a send to a transport endpoint that never
- * answers): a parent killed with SIGKILL meanwhile would leave this process running as an orphan with its
- * wallets open, and the parent's next instance would open them again. So a tiny second thread polls our
- * ppid and, once the parent is gone, SIGKILLs this whole process, which works whatever the main thread is
- * doing in native code.
+ * Parent-death watchdog (`watchdog-worker.ts`). The 'disconnect' handler at the end of this file cannot run
+ * while this thread is blocked inside a synchronous rgb-lib call (up to minutes, e.g. a send to a transport
+ * endpoint that never answers): a parent killed with SIGKILL meanwhile would leave this process running as an
+ * orphan with its wallets open, and the parent's next instance would open them again. So a tiny second
+ * thread polls our ppid and, once the parent is gone, SIGKILLs this whole process, which works whatever the
+ * main thread is doing in native code.
  *
  * This does NOT break the rule of stack.md §4 ("worker_threads must never load the addon"): that warning is
  * about isolates that LOAD the swig module (their exit corrupts its process-global templates). This thread
- * never requires anything but `node:worker_threads`; the addon lives in this main thread only. It is started
- * before the addon loads, with no execArgv (no preloads), and unref'ed so it never keeps the child alive.
+ * never imports anything but `node:worker_threads`; the addon lives in this main thread only. It is started
+ * before the addon loads, with no execArgv (no preloads; from the sources, this child's own flags: the
+ * test-only TypeScript loader), and unref'ed so it never keeps the child alive.
  * Cost: one more V8 isolate, about 8 MiB of anonymous memory per child.
  *
  * "Parent gone" = our ppid is no longer the pid the host passed us (`--rgbx-rgb-parent=<pid>`; without it,
@@ -64,24 +67,25 @@ const send = process.send.bind(process);
  */
 const WATCHDOG_INTERVAL_MS = 150;
 const WATCHDOG_GRACE_MS = 3_000;
-const WATCHDOG_SOURCE = `
-const { workerData } = require('node:worker_threads');
-const { parentPid, intervalMs, graceMs, exiting } = workerData;
-let orphanedAt = 0;
-setInterval(() => {
-  if (process.ppid === parentPid) return;
-  orphanedAt ||= Date.now();
-  if (Atomics.load(exiting, 0) === 1 && Date.now() - orphanedAt < graceMs) return;
-  process.kill(process.pid, 'SIGKILL');
-}, intervalMs);
-`;
 const parentArg = process.argv.find((a) => a.startsWith(PARENT_PID_ARG));
 const parentPid = parentArg ? Number(parentArg.slice(PARENT_PID_ARG.length)) : process.ppid;
 const exiting = new Int32Array(new SharedArrayBuffer(4));
-const watchdog = new Worker(WATCHDOG_SOURCE, {
-  eval: true,
-  execArgv: [],
-  workerData: { parentPid, intervalMs: WATCHDOG_INTERVAL_MS, graceMs: WATCHDOG_GRACE_MS, exiting },
+const fromSource = import.meta.url.endsWith('.ts');
+const watchdog = new Worker(
+  new URL(fromSource ? './watchdog-worker.ts' : './watchdog-worker.js', import.meta.url),
+  {
+    execArgv: fromSource ? process.execArgv : [],
+    workerData: {
+      parentPid,
+      intervalMs: WATCHDOG_INTERVAL_MS,
+      graceMs: WATCHDOG_GRACE_MS,
+      exiting,
+    } satisfies WatchdogData,
+  },
+);
+let watchdogModule: string | null = null;
+watchdog.once('message', (m: { module: string }) => {
+  watchdogModule = m.module;
 });
 watchdog.on('error', (err) => {
   // Keep serving (the host still sees stderr); without the watchdog only the start-up sweep protects us.
@@ -143,6 +147,8 @@ function handle(req: RequestMessage): unknown {
   switch (op) {
     case 'ping':
       return 'pong';
+    case 'modules':
+      return { child: import.meta.url, watchdog: watchdogModule };
     case 'generateKeys': {
       const [network, wv] = assertStrings(args, 2, op);
       return lib.rgblib_generate_keys(network!, wv!);

@@ -122,9 +122,15 @@ describe('rgb-lib child dies with its parent', () => {
       pid: child,
       parentPid: parent.pid,
       marker: `--rgbx-rgb-child=${pidDir}`,
+      entry: resolve(import.meta.dirname, '../dist/child.js'),
     });
     const cmd = readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0');
     expect(cmd).toContain(`--rgbx-rgb-child=${pidDir}`);
+    // Built code forks the built child with no flags (no TypeScript loader, no `source` condition).
+    expect(cmd.slice(1, 3)).toEqual([
+      resolve(import.meta.dirname, '../dist/child.js'),
+      `--rgbx-rgb-child=${pidDir}`,
+    ]);
 
     const t = await killParent(parent);
     const ms = await waitGone(child, t, 2_000);

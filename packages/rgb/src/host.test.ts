@@ -1,6 +1,7 @@
 /**
- * Integration tests against the real rgb-lib addon, running in the child process (`dist/child.js`:
- * run `npx tsc -b` first). No indexer needed.
+ * Integration tests against the real rgb-lib addon, running in the child process (`child.ts` itself, the
+ * current source, through the test-only TypeScript loader; `children.test.ts` runs the built `dist/`).
+ * No indexer needed.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -284,6 +285,18 @@ describe('RgbHost + watch-only wallet (real rgb-lib in a child process)', () => 
     } finally {
       await h.close();
     }
+  });
+
+  it('the child and its watchdog thread run the current sources (child.ts, watchdog-worker.ts), not dist', async () => {
+    let modules = await host.request('modules');
+    for (let i = 0; modules.watchdog === null && i < 200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      modules = await host.request('modules');
+    }
+    expect(modules).toEqual({
+      child: new URL('./child.ts', import.meta.url).href,
+      watchdog: new URL('./watchdog-worker.ts', import.meta.url).href,
+    });
   });
 
   it('the parent process never loaded the native addon', () => {

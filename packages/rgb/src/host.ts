@@ -9,7 +9,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { existsSync, realpathSync, unlinkSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { childArgs, forgetChild, preparePidDir, recordChild } from './children.ts';
 import { RgbCallTimeoutError, RgbChildDiedError, RgbLibError, RgbWalletClosedError } from './errors.ts';
@@ -25,11 +25,14 @@ import type {
 
 export interface RgbHostOptions {
   /**
-   * Path of the compiled child entry. Default: `child.js` next to this module when running from
-   * `dist/`, or `../dist/child.js` when this module runs from `src/` (tests): run `tsc -b` first.
+   * Path of the child entry. Default: `child.js` next to this module when running from `dist/`, or
+   * `child.ts` itself when this module runs from `src/` (the test runner), so tests run the current source.
    */
   childEntry?: string;
-  /** Node flags for the child. Default `[]` (the parent's `execArgv`, e.g. test loaders, is NOT inherited). */
+  /**
+   * Node flags for the child. Default `[]` for a `.js` entry (the parent's `execArgv`, e.g. test loaders, is
+   * NOT inherited); for a `.ts` entry, the `source` export condition and the test-only TypeScript loader.
+   */
   execArgv?: string[];
   /** Child environment. Default: the parent's. */
   env?: NodeJS.ProcessEnv;
@@ -72,11 +75,21 @@ export interface RgbHostEvents {
 const STDERR_TAIL_BYTES = 4096;
 const LOCK_FILE = 'rgb_runtime.lock';
 
+/**
+ * The test-only loader that lets Node 20 run the `.ts` child (`scripts/ts-loader/` of the repository, with
+ * the `typescript` devDependency); built code never needs it (its child is `child.js`).
+ */
+export const TS_LOADER = new URL('../../../scripts/ts-loader/register.mjs', import.meta.url);
+
 function defaultChildEntry(): string {
-  const here = fileURLToPath(import.meta.url);
-  const dir = dirname(here);
-  if (here.endsWith('.ts')) return resolve(dir, '../dist/child.js');
-  return join(dir, 'child.js');
+  return fileURLToPath(
+    new URL(import.meta.url.endsWith('.ts') ? './child.ts' : './child.js', import.meta.url),
+  );
+}
+
+/** Flags for a child running `entry`: none for built code; for the sources, what runs TypeScript. */
+function defaultExecArgv(entry: string): string[] {
+  return entry.endsWith('.ts') ? ['--conditions', 'source', '--import', TS_LOADER.href] : [];
 }
 
 /**
@@ -151,6 +164,12 @@ export class RgbHost extends EventEmitter<RgbHostEvents> {
         new Error(`rgb-lib child entry ${entry} not found; build it with \`npx tsc -b\``),
       );
     }
+    const execArgv = this.#opts.execArgv ?? defaultExecArgv(entry);
+    if (execArgv.includes(TS_LOADER.href) && !existsSync(fileURLToPath(TS_LOADER))) {
+      return Promise.reject(
+        new Error(`rgb-lib child entry ${entry} is TypeScript, which runs only in the repository`),
+      );
+    }
     const pidDir = this.#opts.pidDir === undefined ? undefined : resolve(this.#opts.pidDir);
     if (pidDir !== undefined) {
       try {
@@ -161,7 +180,7 @@ export class RgbHost extends EventEmitter<RgbHostEvents> {
     }
     const t0 = performance.now();
     const child = fork(entry, childArgs(pidDir), {
-      execArgv: this.#opts.execArgv ?? [],
+      execArgv,
       env: this.#opts.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       serialization: 'json',

@@ -54,6 +54,8 @@ export type RawArg = string | boolean | null;
 /** Requests, by op name: `[args tuple, result]`. */
 export interface Ops {
   ping: [[], 'pong'];
+  /** The URLs of the modules the child and its watchdog thread run (null until the watchdog has started). */
+  modules: [[], { child: string; watchdog: string | null }];
   /** `rgblib_generate_keys(network, witnessVersion)` → raw JSON. */
   generateKeys: [[network: string, witnessVersion: string], string];
   /** `rgblib_restore_keys(network, mnemonic, witnessVersion)` → raw JSON. */
