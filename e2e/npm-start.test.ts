@@ -23,6 +23,7 @@ interface Endpoints {
   solana_devnode: { rpc_url: string };
   swap: { api: string; dev_api_key_file: string };
   cloud: { api: string; console: string; dev_token_file: string };
+  blocks: { interval_secs: number; chains: string[] };
 }
 
 let child: ChildProcess | undefined;
@@ -83,6 +84,7 @@ describe('npm start (everything on loopback, Ctrl-C stops it)', () => {
         RGBX_WALLET_NODE_PORT: String(walletPort),
         RGBX_SWAP_PORT: String(swapPort),
         RGBX_CLOUD_PORT: String(cloudPort),
+        RGBX_BLOCK_INTERVAL_SECS: '1',
       },
     });
     const up = await endpoints(child);
@@ -96,6 +98,18 @@ describe('npm start (everything on loopback, Ctrl-C stops it)', () => {
     try {
       const tip = await conn.request<{ height: number }>('blockchain.headers.subscribe');
       expect(tip.height).toBeGreaterThanOrEqual(101);
+      // Blocks come by themselves (every second here): Bitcoin, seen through Electrum, and the EVM devnode.
+      expect(up.blocks).toEqual({ interval_secs: 1, chains: ['bitcoin', 'evm'] });
+      const evmBefore = BigInt((await rpc(up.evm_devnode.rpc_url, 'eth_blockNumber')) as string);
+      await waitFor(
+        'two more Bitcoin blocks without a mine call',
+        async () =>
+          (await conn.request<{ height: number }>('blockchain.headers.subscribe')).height >= tip.height + 2,
+        { timeoutMs: 20_000 },
+      );
+      expect(BigInt((await rpc(up.evm_devnode.rpc_url, 'eth_blockNumber')) as string)).toBeGreaterThan(
+        evmBefore,
+      );
     } finally {
       conn.close();
     }

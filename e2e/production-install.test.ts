@@ -11,8 +11,11 @@
  *
  * Native addons are not compiled here (`--ignore-scripts`: `npm ci` already compiled them for this Node,
  * and `npm run smoke:native` loads them); the install reuses those builds so the entry modules can load.
+ *
+ * The cloud then runs from that install: it starts, answers, hosts nodes with the installed wallet node's
+ * bin, and refuses the devnet follow-mode plug-in (not installed) by name.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -20,6 +23,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -122,5 +126,92 @@ describe('production install (npm pack + npm install --omit=dev of the apps)', (
       );
       expect(Number(stdout.trim()), `${name} exports`).toBeGreaterThan(0);
     }
+
+    // The cloud service from this install, as an operator runs it (its package's bin).
+    const cloudPkgDir = join(app, 'node_modules/@rgbx/cloud');
+    const cloudBin = join(
+      cloudPkgDir,
+      JSON.parse(readFileSync(join(cloudPkgDir, 'package.json'), 'utf8')).bin['rgbx-cloud'],
+    );
+    const cloudDir = join(work, 'cloud');
+    mkdirSync(cloudDir);
+    const config = (name: string, backend: string[]) => {
+      const file = join(cloudDir, `${name}.toml`);
+      writeFileSync(
+        file,
+        [
+          '[api]',
+          'port = 0',
+          '[cloud]',
+          `data_dir = ${JSON.stringify(join(cloudDir, name))}`,
+          '[backend]',
+          ...backend,
+          '',
+        ].join('\n'),
+      );
+      return file;
+    };
+    const env = { ...process.env, RGBX_CLOUD_ENCRYPTION_KEY: 'a5'.repeat(32) };
+    const fixed = config('fixed', [
+      'btc_rpc_address = "127.0.0.1:18443"',
+      'indexer_address = "tcp://127.0.0.1:50001"',
+      'proxy_address = ["rpc://127.0.0.1:3000/json-rpc"]',
+    ]);
+    const cloud = spawn(process.execPath, [cloudBin, '-c', fixed], { cwd: app, env });
+    let out = '';
+    let err = '';
+    cloud.stderr.on('data', (b: Buffer) => {
+      err += b.toString();
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`cloud did not start:\n${err}`)), 60_000);
+        cloud.stdout.on('data', (b: Buffer) => {
+          out += b.toString();
+          const m = /\{"event":"listening","url":"([^"]+)"\}/.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m[1]!);
+          }
+        });
+        cloud.once('exit', (code) => {
+          clearTimeout(timer);
+          reject(new Error(`cloud exited (${code}) before listening:\n${err}`));
+        });
+      });
+      expect((await fetch(`${url}/healthcheck`)).status).toBe(200);
+      expect((await fetch(`${url}/api/nodes`)).status).toBe(401);
+      // Hosted nodes run the installed @rgbx/wallet-node package's bin, not a path into a source tree.
+      const startedLine = () =>
+        err
+          .split('\n')
+          .filter((l) => l.startsWith('{') && l.endsWith('}'))
+          .map((l) => JSON.parse(l) as { msg?: string; walletNodeMain?: string; backend?: string })
+          .find((l) => l.msg === 'cloud started');
+      for (let i = 0; i < 100 && !startedLine(); i++) await new Promise((r) => setTimeout(r, 50));
+      const started = startedLine();
+      const walletNodeDir = realpathSync(join(app, 'node_modules/@rgbx/wallet-node'));
+      expect(started).toMatchObject({
+        walletNodeMain: join(walletNodeDir, 'dist/main.js'),
+        backend: 'fixed',
+      });
+      expect(existsSync(started!.walletNodeMain!)).toBe(true);
+    } finally {
+      if (cloud.exitCode === null && cloud.signalCode === null) cloud.kill('SIGTERM');
+    }
+    // SIGTERM: a graceful stop, exit 0.
+    const code = cloud.exitCode ?? (await new Promise<number | null>((r) => cloud.once('exit', (c) => r(c))));
+    expect(code, err).toBe(0);
+
+    // The devnet follow-mode is a development plug-in: named in a production install's config, the
+    // start is refused (exit 2) naming the key, before anything is opened.
+    const dev = config('devnet', ['plugin = "@rgbx/devnet/cloud-backend"']);
+    const refused = await run(process.execPath, [cloudBin, '-c', dev], { cwd: app, env }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/"backend\.plugin" "@rgbx\/devnet\/cloud-backend": is not installed/);
+    expect(existsSync(join(cloudDir, 'devnet'))).toBe(false);
   });
 });

@@ -11,6 +11,7 @@ import { type Devnet, startDevnet } from '@rgbx/devnet';
 import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt, WalletNodeClient, WalletNodeError } from '@rgbx/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { watchReplies } from './helpers/reply-schemas.ts';
 import { type NodeProcess, startNode, writeNodeConfig } from './helpers/wallet-node.ts';
 
 const T = 300_000;
@@ -24,6 +25,10 @@ let A: WalletNodeClient;
 let B: WalletNodeClient;
 let assetId: string;
 let sendTxid: string;
+// Every reply the SDK reads from the node (whatever its port after a restart) is checked against its schema.
+const replies = watchReplies(
+  (u) => node !== undefined && u.port === new URL(node.url).port && !u.pathname.startsWith('/_swagger'),
+);
 
 const client = (k: Keys) =>
   new WalletNodeClient(node.url, {
@@ -79,6 +84,7 @@ beforeAll(async () => {
 }, T);
 
 afterAll(async () => {
+  replies.restore();
   try {
     await node?.stop();
   } finally {
@@ -434,4 +440,9 @@ describe('errors', () => {
     },
     T,
   );
+
+  it('answered every call with a reply its route’s response schema accepts', () => {
+    expect(replies.count()).toBeGreaterThan(40);
+    expect(replies.problems()).toEqual([]);
+  });
 });

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tronAddressFromHex } from '@rgbx/chains/tron';
-import { spawnService, startDevnet, swapDevnetToml, walletNodeToml } from '@rgbx/devnet';
+import { produceBlocks, spawnService, startDevnet, swapDevnetToml, walletNodeToml } from '@rgbx/devnet';
 import { deploySwapDevnet } from '@rgbx/devnet/evm-devnode';
 import { writeToml } from '@rgbx/service-kit';
 
@@ -15,6 +15,8 @@ const dir = resolve(process.env.RGBX_DEVNET_DIR ?? join(root, '.devnet'));
 const children = [];
 let devnet;
 let stopping = false;
+/** The block producer (RGBX_BLOCK_INTERVAL_SECS). */
+let blocks;
 
 /** Starts a service (see spawnService) and keeps it for shutdown; a service that dies later is reported. */
 async function startService(name, args, opts = {}) {
@@ -167,6 +169,19 @@ async function main() {
   const cloudUrl = await startService('cloud service', [cloudMain, '-c', cloudToml]);
   endpoints.cloud = { api: cloudUrl, console: `${cloudUrl}/console/`, dev_token_file: tokenFile };
 
+  // Blocks by themselves, as on a real chain (RGBX_BLOCK_INTERVAL_SECS, default 5; 0 = only on demand).
+  const intervalSecs = Number(process.env.RGBX_BLOCK_INTERVAL_SECS ?? 5);
+  if (!(intervalSecs >= 0)) throw new Error(`RGBX_BLOCK_INTERVAL_SECS must be a number of seconds ≥ 0`);
+  if (intervalSecs > 0) {
+    blocks = produceBlocks({
+      devnet,
+      intervalMs: intervalSecs * 1000,
+      evmRpcUrl: evm.rpc_url,
+      onError: (err) => console.error(`npm start: block production: ${err.message}`),
+    });
+  }
+  endpoints.blocks = { interval_secs: intervalSecs, chains: intervalSecs > 0 ? ['bitcoin', 'evm'] : [] };
+
   console.info(
     `rgbx is up (state in ${dir}); Ctrl-C stops everything\n${JSON.stringify(endpoints, null, 2)}`,
   );
@@ -176,6 +191,7 @@ async function main() {
   });
   console.info('stopping…');
   stopping = true;
+  await blocks?.stop();
   await Promise.all(children.map((c) => c.stop()));
   await devnet.stop();
 }
@@ -183,6 +199,7 @@ async function main() {
 main().catch(async (err) => {
   console.error(`npm start: ${err.message}`);
   stopping = true;
+  await blocks?.stop();
   await Promise.allSettled(children.map((c) => c.stop()));
   await devnet?.stop().catch(() => {}); // never leave the devnet running behind a failed start
   process.exit(1);

@@ -3,17 +3,17 @@
  * app. `main.ts` runs it as a service; tests build it in-process.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createServer, ErrorEnvelope, type Logger, type ServiceApp } from '@rgbx/service-kit';
 import type { Dialect } from '@rgbx/store';
-import { type CloudConfig, REPO_ROOT, requireEncryptionKey } from './config.ts';
+import { type CloudConfig, requireEncryptionKey } from './config.ts';
 import { openCloudDatabase } from './db/open.ts';
 import type { CloudDb } from './db/schema.ts';
 import { cloudEnvelope } from './errors.ts';
 import { registerConsole } from './http/console.ts';
 import { requestLogSerializer, scrubLogFields } from './http/log-redaction.ts';
 import { registerRoutes } from './http/routes.ts';
-import type { NodeBackend, NodeDriver } from './nodes/driver.ts';
+import { backendResolver } from './nodes/backend.ts';
+import type { NodeDriver } from './nodes/driver.ts';
 import { LocalProcessDriver } from './nodes/local-driver.ts';
 import { NodeLocks } from './nodes/locks.ts';
 import { NodeManager } from './nodes/manager.ts';
@@ -50,60 +50,26 @@ export interface Cloud {
   close(opts?: { stopNodes?: boolean }): Promise<void>;
 }
 
-/**
- * Where nodes point: `[backend]` if set, else the running devnet in `devnet_dir`. No bitcoind RPC
- * password: the wallet node does not use bitcoind RPC, so its config never carries one.
- *
- * The devnet kit (`@rgbx/devnet`, which carries bitcoind) is a development dependency: it is loaded
- * only when no fixed backend is configured, so a production install (`npm ci --omit=dev`) with a
- * `[backend]` never needs it, and one without gets an error naming the missing setting.
- */
-export async function backendResolver(cfg: CloudConfig): Promise<() => NodeBackend> {
-  const b = cfg.backend;
-  if (b.btc_rpc_address) {
-    const fixed: NodeBackend = {
-      btcRpcAddress: b.btc_rpc_address,
-      btcRpcUser: b.btc_rpc_user ?? '',
-      indexerAddress: b.indexer_address ?? '',
-      proxyAddress: b.proxy_address ?? [],
-    };
-    return () => fixed;
-  }
-  const dir = b.devnet_dir ?? process.env.RGBX_DEVNET_DIR ?? join(REPO_ROOT, '.devnet');
-  let devnetStatus: typeof import('@rgbx/devnet').devnetStatus;
-  try {
-    ({ devnetStatus } = await import('@rgbx/devnet'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
-    return () => {
-      throw new Error(
-        `no [backend] btc_rpc_address configured, and the devnet kit (@rgbx/devnet, a development dependency) is not installed to follow the devnet in ${dir}`,
-      );
-    };
-  }
-  return () => {
-    const s = devnetStatus(dir);
-    if (!s.running || !s.info)
-      throw new Error(`no [backend] configured and the devnet in ${dir} is not running`);
-    const rpc = new URL(s.info.bitcoind.rpc_url);
-    return {
-      btcRpcAddress: `${rpc.hostname}:${rpc.port}`,
-      btcRpcUser: s.info.bitcoind.rpc_user,
-      indexerAddress: s.info.electrum,
-      proxyAddress: [s.info.proxy],
-    };
-  };
-}
-
 export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Promise<Cloud> {
   // Before anything is opened: no encryption key, no start (a ConfigError naming the key).
   const vault = new SigningKeyVault(requireEncryptionKey(cfg));
   const logger = opts.logger;
-  const {
-    db,
-    dialect,
-    close: closeDb,
-  } = await openCloudDatabase(cfg.databaseUrl, cfg.dataDir, logger.child({ component: 'database' }));
+  const n = cfg.nodes;
+  // Where nodes point, before anything is opened: a configured plug-in that does not load is a
+  // ConfigError naming `backend.plugin`.
+  const driver =
+    opts.driver ??
+    new LocalProcessDriver({
+      walletNodeMain: cfg.walletNodeMain,
+      backend: await backendResolver(cfg),
+      healthTimeoutMs: n.health_timeout_ms,
+    });
+  const opened = await openCloudDatabase(
+    cfg.databaseUrl,
+    cfg.dataDir,
+    logger.child({ component: 'database' }),
+  );
+  const { db, dialect, close: closeDb } = opened;
   try {
     const { sealed } = await prepareKeyRing(db, vault, dialect);
     if (sealed > 0)
@@ -138,14 +104,6 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     maxPayloadBytes: w.max_payload_bytes,
     onEvent: () => dispatcher.wake(),
   };
-  const n = cfg.nodes;
-  const driver =
-    opts.driver ??
-    new LocalProcessDriver({
-      walletNodeMain: cfg.walletNodeMain,
-      backend: await backendResolver(cfg),
-      healthTimeoutMs: n.health_timeout_ms,
-    });
   const locks = new NodeLocks();
   const supervisor = new Supervisor({
     deps,

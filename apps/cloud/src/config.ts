@@ -1,17 +1,45 @@
 /**
  * The cloud service's TOML configuration (`-c FILE`), checked strictly by the kit's loader.
- * Every key has a default, so an empty file runs a dev cloud on the devnet.
+ * Every key but the encryption key has a default; where hosted nodes point (`[backend]`) must be
+ * configured for them to start.
  */
-import { readFileSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
 import { ConfigError, type ConfigIssue, loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
-/** The repository root (src/ and dist/ sit at the same depth). */
-export const REPO_ROOT = resolve(here, '../../..');
-/** The wallet node the local driver runs, unless `[nodes] wallet_node_main` says otherwise. */
-export const WALLET_NODE_MAIN = resolve(REPO_ROOT, 'apps/wallet-node/dist/main.js');
+/** The hosted nodes' package (a dependency of the cloud) and the bin the local driver runs. */
+const WALLET_NODE_PACKAGE = '@rgbx/wallet-node';
+const WALLET_NODE_BIN = 'rgbx-wallet-node';
+
+/**
+ * The entry point of the installed `@rgbx/wallet-node` package (its `rgbx-wallet-node` bin), found
+ * as Node finds the package (the node_modules folders from here up; its exports map does not export
+ * package.json, so the folder is looked up, not resolved). What `[nodes] wallet_node_main` defaults to.
+ */
+export function installedWalletNodeMain(): string {
+  const paths = createRequire(import.meta.url).resolve.paths(WALLET_NODE_PACKAGE) ?? [];
+  const dir = paths.map((p) => join(p, WALLET_NODE_PACKAGE)).find((d) => existsSync(join(d, 'package.json')));
+  if (!dir)
+    throw new ConfigError([
+      {
+        path: 'nodes.wallet_node_main',
+        message: `${WALLET_NODE_PACKAGE} is not installed: set "nodes.wallet_node_main" to the wallet node's entry point`,
+      },
+    ]);
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+    bin?: string | Record<string, string>;
+  };
+  const bin = typeof pkg.bin === 'string' ? pkg.bin : pkg.bin?.[WALLET_NODE_BIN];
+  if (!bin)
+    throw new ConfigError([
+      {
+        path: 'nodes.wallet_node_main',
+        message: `${WALLET_NODE_PACKAGE} (${dir}) has no "${WALLET_NODE_BIN}" bin: set "nodes.wallet_node_main"`,
+      },
+    ]);
+  return resolve(realpathSync(dir), bin);
+}
 
 const Ms = (def: number, min = 0) => Type.Integer({ minimum: min, default: def });
 
@@ -64,10 +92,17 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
-  /** Where hosted nodes point. Without `btc_rpc_address`, the devnet in `devnet_dir` is used. */
+  /**
+   * Where hosted nodes point: fixed addresses (`btc_rpc_address`, `indexer_address`, `proxy_address`),
+   * or, in development, a `plugin` module that finds them at every node start (the devnet kit's
+   * follow-mode: `plugin = "@rgbx/devnet/cloud-backend"`, `plugin_options = { dir = ".devnet" }`).
+   */
   backend: Type.Object(
     {
-      devnet_dir: Type.Optional(Type.String({ minLength: 1 })),
+      /** A module (package name, or a path relative to the working directory) exporting `createBackendResolver`. */
+      plugin: Type.Optional(Type.String({ minLength: 1 })),
+      /** Handed to the plug-in as is. */
+      plugin_options: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
       btc_rpc_address: Type.Optional(Type.String({ minLength: 1 })),
       btc_rpc_user: Type.Optional(Type.String()),
       /** Accepted for older configs and ignored: hosted nodes never get the bitcoind RPC password. */
@@ -79,6 +114,7 @@ export const ConfigSchema = Type.Object({
   ),
   nodes: Type.Object(
     {
+      /** The wallet node's entry point (default: the installed @rgbx/wallet-node package's bin). */
       wallet_node_main: Type.Optional(Type.String({ minLength: 1 })),
       networks: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, default: ['regtest'] }),
       max_per_account: Type.Integer({ minimum: 1, default: 20 }),
@@ -229,7 +265,9 @@ export function loadConfig(source: { file?: string; text?: string }, env = proce
     ...rest,
     dataDir,
     databaseUrl: file.database.url ?? `sqlite:${resolve(dataDir, 'cloud.db')}`,
-    walletNodeMain: file.nodes.wallet_node_main ? resolve(file.nodes.wallet_node_main) : WALLET_NODE_MAIN,
+    walletNodeMain: file.nodes.wallet_node_main
+      ? resolve(file.nodes.wallet_node_main)
+      : installedWalletNodeMain(),
     encryptionKey: key,
   };
 }

@@ -5,9 +5,10 @@
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from './config.ts';
 
+const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const VITEST = join(REPO_ROOT, 'node_modules/vitest/vitest.mjs');
 
 function runConsoleTest(ci: string | undefined) {

@@ -1,14 +1,15 @@
 export { createToken, listTokens, revokeToken } from './auth/tokens.ts';
-export { type BuildCloudOptions, backendResolver, buildCloud, CLOUD_VERSION, type Cloud } from './cloud.ts';
+export { type BuildCloudOptions, buildCloud, CLOUD_VERSION, type Cloud } from './cloud.ts';
 export {
   type CloudConfig,
   ConfigSchema,
   ENCRYPTION_KEY_ENV,
+  installedWalletNodeMain,
   loadConfig,
   requireEncryptionKey,
-  WALLET_NODE_MAIN,
 } from './config.ts';
 export { allErrorCodes, CloudErrors, cloudEnvelope } from './errors.ts';
+export { type BackendPlugin, backendResolver } from './nodes/backend.ts';
 export type { NodeBackend, NodeDriver, NodeRuntime, NodeSpec, Probe } from './nodes/driver.ts';
 export { LocalProcessDriver } from './nodes/local-driver.ts';
 export { changeNode } from './nodes/status.ts';

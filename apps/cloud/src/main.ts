@@ -118,7 +118,16 @@ async function main(): Promise<number | undefined> {
     onShutdown: () => cloud.close(),
   });
   cloud.startWorkers();
-  logger.info({ dialect: cloud.dialect, dataDir: cfg.dataDir }, 'cloud started');
+  const b = cfg.backend;
+  const backend = b.btc_rpc_address ? 'fixed' : (b.plugin ?? 'none');
+  logger.info(
+    { dialect: cloud.dialect, dataDir: cfg.dataDir, walletNodeMain: cfg.walletNodeMain, backend },
+    'cloud started',
+  );
+  if (backend === 'none')
+    logger.warn(
+      'no [backend] configured: hosted nodes cannot start until btc_rpc_address (or a plugin) is set',
+    );
   announceListening(svc.address.url);
   return undefined;
 }

@@ -14,9 +14,11 @@ import { createTestPgDatabase } from '@rgbx/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToken } from './auth/tokens.ts';
 import { buildCloud, type Cloud } from './cloud.ts';
-import { WALLET_NODE_MAIN } from './config.ts';
+import { installedWalletNodeMain } from './config.ts';
 import { selfSignedCert, TestReceiver, testConfig, until } from './test-support.ts';
 
+/** The hosted nodes run the installed @rgbx/wallet-node package's bin, as the cloud's default. */
+const WALLET_NODE_MAIN = installedWalletNodeMain();
 const root = mkdtempSync(join(tmpdir(), 'cloud-e2e-'));
 const tls = selfSignedCert(join(root, 'tls'));
 let devnet: Devnet;
@@ -55,8 +57,8 @@ describe.each([
         databaseUrl: dbUrl(dir),
         caFile: tls.certFile,
         walletNodeMain: WALLET_NODE_MAIN,
-        // The devnet default: no fixed [backend], the running devnet in devnet_dir.
-        backend: `devnet_dir = ${JSON.stringify(devnet.dir)}`,
+        // The devnet follow-mode plug-in (development only): the running devnet, looked up at every node start.
+        backend: `plugin = "@rgbx/devnet/cloud-backend"\nplugin_options = { dir = ${JSON.stringify(devnet.dir)} }`,
         nodes:
           'health_interval_ms = 500\nstart_timeout_ms = 60000\nrestart_backoff_ms = [500]\nmax_restarts = 2\nstop_grace_ms = 10000',
       }),

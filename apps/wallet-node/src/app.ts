@@ -1,10 +1,10 @@
 import cors from '@fastify/cors';
-import { WALLET_NODE_SCHEMAS } from '@rgbx/contracts/wallet-node';
+import { SCHEMA_KEYWORDS, WALLET_NODE_SCHEMAS } from '@rgbx/contracts/wallet-node';
 import { createServer, type HttpTimeouts, type Logger, type ServiceApp } from '@rgbx/service-kit';
 import type { WalletNodeConfig } from './config.ts';
 import { envelope } from './errors.ts';
 import { IdentityCache, MISSING_HEADERS_TEXT } from './identity.ts';
-import { installLosslessJson } from './json.ts';
+import { installLosslessJson, normalizeBodyAliases } from './json.ts';
 import { WorkerPool } from './pool.ts';
 import { registerRoutes } from './routes/index.ts';
 import { WalletRegistry } from './wallets.ts';
@@ -65,6 +65,7 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
     timeouts: httpTimeouts(cfg.api),
     envelope,
     strictTypes: true,
+    schemaKeywords: SCHEMA_KEYWORDS,
     // One access-log line per request (method, url, status, time): short calls at hundreds per second.
     requestLog: 'completed',
     swagger: {
@@ -125,8 +126,15 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
 
   // A body route posted with an empty body (no content type, or an empty one of any type) gets `{}`: its
   // required fields then fail by name, optional ones take their defaults.
+  // Then the legacy spellings each body schema lists become its snake_case names (one field map: the schema).
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.body === undefined && req.routeOptions.schema?.body !== undefined) req.body = {};
+    try {
+      normalizeBodyAliases(req);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
     done();
   });
 

@@ -405,7 +405,7 @@ describe('backup and restore routes (two wallet node processes)', () => {
     noFile.append('password', 'correct horse');
     const missing = await call(n2, 'POST', '/wallet/restore', { headers: headers(A), body: noFile });
     expect(missing.status).toBe(422);
-    expect(missing.json.error.details.body).toBe("body: / must have required property 'file'");
+    expect(missing.json.error.details.body).toBe('missing field `file`');
 
     const big = await call(n2, 'POST', '/wallet/restore', {
       headers: headers(A),
@@ -472,7 +472,7 @@ describe('backup and restore routes (two wallet node processes)', () => {
     };
     const media = new Blob([Buffer.from('89504e470d0a1a0a', 'hex')]);
     const cases: Array<[string, FormData, number, string]> = [
-      ['/wallet/issueassetcfa', form([['amounts', '1']]), 422, "body: / must have required property 'name'"],
+      ['/wallet/issueassetcfa', form([['amounts', '1']]), 422, 'missing field `name`'],
       [
         '/wallet/issueassetcfa',
         form([
@@ -533,7 +533,7 @@ describe('backup and restore routes (two wallet node processes)', () => {
     expect(noUtxo.json.error).toMatchObject({ code: 1004, details: { kind: 'InsufficientAllocationSlots' } });
     const emptyBody = await call(n1, 'POST', '/wallet/issueassetuda', { headers: headers(A) });
     expect(emptyBody.status).toBe(422);
-    expect(emptyBody.json.error.details.body).toBe("body: / must have required property 'ticker'");
+    expect(emptyBody.json.error.details.body).toBe('missing field `ticker`');
     const replace = await call(n1, 'POST', '/wallet/issueassetifa', {
       headers: { ...headers(A), 'content-type': 'application/json' },
       body: JSON.stringify({

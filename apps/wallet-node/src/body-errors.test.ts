@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ServiceProcess } from '@rgbx/devnet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spellingConflict } from './json.ts';
+import { normalizeBodyAliases } from './json.ts';
 import { startWalletNode, syntheticIdentity } from './test-support.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'wn-body-errors-'));
@@ -80,14 +80,40 @@ describe('bodies the node refuses say why', () => {
   });
 });
 
-describe('spellingConflict', () => {
-  it('accepts one spelling or both with the same value, at any depth; refuses different values', () => {
-    expect(spellingConflict({ fee_rate: 2 })).toBeUndefined();
-    expect(spellingConflict({ fee_rate: 2, feeRate: 2 })).toBeUndefined();
-    expect(spellingConflict({ recipient_map: { a: [{ recipient_id: 'x', recipientId: 'y' }] } })).toBe(
+/** The alias step as the node runs it on a route whose body schema is `$ref` (normalized in place). */
+function normalized(ref: string, body: Record<string, unknown>): Record<string, unknown> {
+  normalizeBodyAliases({ routeOptions: { schema: { body: { $ref: ref } } }, body });
+  return body;
+}
+
+describe("legacy spellings, from the schemas' x-aliases", () => {
+  it('renames an alias to its field at any depth; same value twice is one; different values are refused', () => {
+    expect(normalized('CreateUtxosBeginRequest', { feeRate: 2, upTo: true })).toEqual({
+      fee_rate: 2,
+      up_to: true,
+    });
+    expect(normalized('CreateUtxosBeginRequest', { fee_rate: 2, feeRate: 2 })).toEqual({ fee_rate: 2 });
+    expect(
+      normalized('SendBeginRequest', {
+        recipientMap: { 'rgb:aB': [{ recipientId: 'x', transportEndpoints: ['rpc://p'], amount: 1 }] },
+        minConfirmations: 3,
+      }),
+    ).toEqual({
+      recipient_map: { 'rgb:aB': [{ recipient_id: 'x', transport_endpoints: ['rpc://p'], amount: 1 }] },
+      min_confirmations: 3,
+    });
+    expect(normalized('SendBtcEndRequest', { signedPsbt: 'p', skipSync: true })).toEqual({
+      signed_psbt: 'p',
+      skip_sync: true,
+    });
+    expect(() =>
+      normalized('SendBeginRequest', { recipient_map: { a: [{ recipient_id: 'x', recipientId: 'y' }] } }),
+    ).toThrow(
       '/recipient_map/a/0/recipient_id and /recipient_map/a/0/recipientId are two spellings of one field with different values ("x" and "y"): send one',
     );
-    // Map keys and enum tags are not field names.
-    expect(spellingConflict({ recipient_map: { 'rgb:aB': [], rgb_a_b: [] } })).toBeUndefined();
+    // Keys the schema does not alias stay as they are (an asset id that merely looks camelCase, say).
+    expect(normalized('SendBeginRequest', { recipient_map: { 'rgb:aB': [], rgb_a_b: [] } })).toEqual({
+      recipient_map: { 'rgb:aB': [], rgb_a_b: [] },
+    });
   });
 });

@@ -140,6 +140,8 @@ export const RGB_VARIANTS: Record<string, keyof typeof CODES> = {
   BatchTransferNotFoundOrFailed: 'CONFLICT',
 };
 
+const REQUIRED = /^must have required property '(.+)'$/;
+
 /** The envelope the reference serves: `{error:{code, status, message, details}}`. */
 export const envelope: ErrorEnvelopeFactory = (e: ErrorInfo) => {
   let key = e.code;
@@ -152,8 +154,16 @@ export const envelope: ErrorEnvelopeFactory = (e: ErrorInfo) => {
     key = 'BAD_INPUT';
     statusCode = 422;
     message = 'invalid json format';
-    const issues = e.validation?.issues.map((i) => `${i.path || '/'} ${i.message}`).join('; ');
-    details = { body: issues ? `${e.validation?.context ?? 'body'}: ${issues}` : e.message };
+    const list = e.validation?.issues ?? [];
+    const missing = list.map((i) => REQUIRED.exec(i.message));
+    if (list.length > 0 && missing.every((m) => m !== null)) {
+      // As the reference (serde) words it: "missing field `asset_id`" (nested: its path).
+      const names = list.map((i, k) => `${i.path ? `${i.path.slice(1)}/` : ''}${missing[k]![1]}`);
+      details = { body: names.map((n) => `missing field \`${n}\``).join('; ') };
+    } else {
+      const issues = list.map((i) => `${i.path || '/'} ${i.message}`).join('; ');
+      details = { body: issues ? `${e.validation?.context ?? 'body'}: ${issues}` : e.message };
+    }
   } else if (e.code === 'BAD_INPUT') {
     statusCode = 422;
     details = { body: e.message.replace(/^invalid json format: /, ''), ...details };

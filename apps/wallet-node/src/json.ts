@@ -4,6 +4,7 @@
  * handlers as decimal strings, which the contracts' `U64` schema accepts). Responses are written with a lossless
  * serializer so `bigint` values become exact JSON integers.
  */
+import { AliasConflictError, normalizeAliases, WALLET_NODE_REFS } from '@rgbx/contracts/wallet-node';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
 import { E } from './errors.ts';
@@ -11,7 +12,7 @@ import { E } from './errors.ts';
 const U64_MAX = 2n ** 64n - 1n;
 
 /** Converts a validated U64 request value to bigint; rejects values above 2^64−1 with a clear message. */
-export function toU64(value: number | string, field: string): bigint {
+export function toU64(value: bigint | number | string, field: string): bigint {
   const v = BigInt(value);
   if (v > U64_MAX) throw E.BAD_INPUT.create(`${field} must be at most ${U64_MAX}, got ${value}`);
   return v;
@@ -66,9 +67,7 @@ export function installLosslessJson(app: ServiceApp, bodyLimit: number): void {
         return;
       }
       try {
-        const value = losslessParse(text, undefined, parseNumber);
-        const conflict = spellingConflict(value);
-        done(conflict ? E.BAD_INPUT.create(conflict) : null, conflict ? undefined : value);
+        done(null, losslessParse(text, undefined, parseNumber));
       } catch (e) {
         done(E.BAD_INPUT.create((e as Error).message));
       }
@@ -95,34 +94,29 @@ function jsonHint(body: Buffer): string {
     : '';
 }
 
-const CAMEL_HAS_UPPER = /^[a-z][a-z0-9]*[A-Z][a-zA-Z0-9]*$/;
+type SchemaRoute = { routeOptions: { schema?: { body?: unknown } }; body: unknown };
+
+/** The JSON body schema of a route: its `body`, or the `application/json` entry of a `content` map. */
+function jsonBodySchema(body: unknown): unknown {
+  const content = (body as { content?: Record<string, { schema?: unknown }> } | undefined)?.content;
+  return content ? content['application/json']?.schema : body;
+}
 
 /**
- * Request bodies accept a field's snake_case name and its legacy camelCase spelling (`fee_rate`, `feeRate`).
- * Both with different values is refused, at any depth (a recipient's `recipient_id`/`recipientId` too), never
- * resolved silently; both with the same value is accepted. Returns the message, or undefined.
+ * Request bodies accept a field's snake_case name and the legacy spellings its schema lists (`x-aliases`, e.g.
+ * `feeRate` on `fee_rate`, at any depth: a recipient's `recipientId` too). This preValidation step rewrites
+ * them to the snake_case name, so the schema and the handler see one spelling. Both spellings with different
+ * values are refused naming both, never resolved silently; both with the same value are accepted.
  */
-export function spellingConflict(value: unknown, path = ''): string | undefined {
-  if (Array.isArray(value)) {
-    for (const [i, x] of value.entries()) {
-      const c = spellingConflict(x, `${path}/${i}`);
-      if (c) return c;
-    }
-    return undefined;
+export function normalizeBodyAliases(req: SchemaRoute): void {
+  const schema = jsonBodySchema(req.routeOptions.schema?.body);
+  if (schema === undefined || req.body === null || typeof req.body !== 'object') return;
+  try {
+    normalizeAliases(req.body, schema, WALLET_NODE_REFS, toJson);
+  } catch (err) {
+    if (err instanceof AliasConflictError) throw E.BAD_INPUT.create(err.message);
+    throw err;
   }
-  if (value === null || typeof value !== 'object') return undefined;
-  const o = value as Record<string, unknown>;
-  for (const [k, v] of Object.entries(o)) {
-    if (CAMEL_HAS_UPPER.test(k)) {
-      const snake = k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-      if (Object.hasOwn(o, snake) && toJson(o[snake]) !== toJson(v)) {
-        return `${path}/${snake} and ${path}/${k} are two spellings of one field with different values (${toJson(o[snake])} and ${toJson(v)}): send one`;
-      }
-    }
-    const c = spellingConflict(v, `${path}/${k}`);
-    if (c) return c;
-  }
-  return undefined;
 }
 
 /** JSON text with bigint values as exact integers. */

@@ -10,7 +10,6 @@ import { type AssignmentInput, invoiceData, type RecipientMap, type RgbHost, Rgb
 import { NETWORKS, type NetworkName } from './config.ts';
 import { E } from './errors.ts';
 import { toU64 } from './json.ts';
-import { pick, requireField } from './routes/kit.ts';
 import type { WalletContext } from './wallets.ts';
 
 export interface SendForm {
@@ -25,17 +24,14 @@ type InvoiceForm = C.Static<typeof C.SendBeginInvoiceForm>;
 const defaultExpiry = () => Math.floor(Date.now() / 1000) + 3600;
 
 export function recipientMapForm(b: MapForm, endpoints: string[]): SendForm {
-  const map = requireField(pick(b.recipient_map, b.recipientMap), 'recipient_map');
+  const map = b.recipient_map;
   if (Object.keys(map).length === 0) throw E.BAD_INPUT.create('recipient_map must name at least one asset');
   const recipients: RecipientMap = {};
   for (const [assetId, list] of Object.entries(map)) {
     recipients[assetId] = list.map((r, i) => ({
-      recipientId: requireField(
-        pick(r.recipient_id, r.recipientId),
-        `recipient_map.${assetId}[${i}].recipient_id`,
-      ),
+      recipientId: r.recipient_id,
       assignment: { Fungible: toU64(r.amount, `recipient_map.${assetId}[${i}].amount`) },
-      transportEndpoints: pick(r.transport_endpoints, r.transportEndpoints) ?? endpoints,
+      transportEndpoints: r.transport_endpoints ?? endpoints,
       witnessData: r.witness_data
         ? {
             amountSat: toU64(r.witness_data.amount_sat, 'witness_data.amount_sat'),
@@ -110,7 +106,7 @@ export async function invoiceForm(
       `the invoice is for ${decoded.network}, this node serves ${NETWORKS[network]}`,
     );
   }
-  const bodyAsset = pick(b.asset_id, b.assetId) ?? undefined;
+  const bodyAsset = b.asset_id ?? undefined;
   if (bodyAsset !== undefined && decoded.assetId && bodyAsset !== decoded.assetId) {
     throw E.INVALID_RECIPIENT.create(
       `the invoice is for asset ${decoded.assetId}, the body says ${bodyAsset}`,
@@ -119,7 +115,7 @@ export async function invoiceForm(
   const assetId = decoded.assetId ?? bodyAsset;
   if (!assetId) throw E.INVALID_RECIPIENT.create('the invoice names no asset: `asset_id` is required');
   const amount = b.amount == null ? undefined : toU64(b.amount, 'amount');
-  const witness = pick(b.witness_data, b.witnessData) ?? null;
+  const witness = b.witness_data ?? null;
   if (isWitnessRecipient(decoded.recipientId) && !witness) {
     throw E.INVALID_RECIPIENT.create(
       'a witness invoice needs `witness_data` with `amount_sat` (sats sent along)',

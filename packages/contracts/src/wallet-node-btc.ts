@@ -1,19 +1,8 @@
 /** Wallet node request/response schemas of the btc routes (re-exported by `wallet-node.ts`). */
 import { type Static, Type } from 'typebox';
+import { aliases, u64 } from './wire.ts';
 
-// Defined here rather than imported from wallet-node.ts: that module imports this one to list BTC_SCHEMAS,
-// so an import back would read its constants before they exist.
-const Sats = Type.Union(
-  [
-    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-    Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' }),
-  ],
-  {
-    description:
-      'satoshis sent to `address` (at least its dust limit), u64: a JSON integer (exact up to 18446744073709551615); a decimal string is accepted too',
-  },
-);
-const feeRate = (description: string) => Type.Integer({ minimum: 1, maximum: 1_000_000, description });
+const Sats = u64('satoshis sent to `address` (at least its dust limit)');
 
 export const SendBtcBeginRequest = Type.Object(
   {
@@ -23,29 +12,23 @@ export const SendBtcBeginRequest = Type.Object(
       description: "recipient address on the service's network (P2WPKH, P2WSH, P2TR, P2PKH or P2SH)",
     }),
     amount: Sats,
-    fee_rate: Type.Optional(feeRate('sat/vB, required (or its legacy spelling feeRate)')),
-    feeRate: Type.Optional(feeRate('legacy spelling of fee_rate')),
+    fee_rate: Type.Integer({ minimum: 1, maximum: 1_000_000, ...aliases('sat/vB, required', 'feeRate') }),
     skip_sync: Type.Optional(
-      Type.Boolean({ description: 'default false: sync the vanilla wallet with the indexer first' }),
+      Type.Boolean(aliases('default false: sync the vanilla wallet with the indexer first', 'skipSync')),
     ),
-    skipSync: Type.Optional(Type.Boolean({ description: 'legacy spelling of skip_sync' })),
   },
   { $id: 'SendBtcBeginRequest' },
 );
 
 export const SendBtcEndRequest = Type.Object(
   {
-    signed_psbt: Type.Optional(
-      Type.String({
-        minLength: 1,
-        description: 'the PSBT from sendbtcbegin, signed (finalized or not), base64',
-      }),
-    ),
-    signedPsbt: Type.Optional(Type.String({ minLength: 1, description: 'legacy spelling of signed_psbt' })),
+    signed_psbt: Type.String({
+      minLength: 1,
+      ...aliases('the PSBT from sendbtcbegin, signed (finalized or not), base64', 'signedPsbt'),
+    }),
     skip_sync: Type.Optional(
-      Type.Boolean({ description: 'default false: sync the vanilla wallet after the broadcast' }),
+      Type.Boolean(aliases('default false: sync the vanilla wallet after the broadcast', 'skipSync')),
     ),
-    skipSync: Type.Optional(Type.Boolean({ description: 'legacy spelling of skip_sync' })),
   },
   { $id: 'SendBtcEndRequest' },
 );

@@ -7,6 +7,7 @@
  * amounts) are served only on request: `?format=rgb-lib`.
  */
 import { Type } from 'typebox';
+import { U64Out, u64Out } from './wire.ts';
 
 /**
  * `status` as an integer. 0–3 are the values both clients declare (rgb-sdk `TransferStatus`, the plugin's
@@ -70,12 +71,20 @@ const codeList = (table: Record<string, number>) =>
     .map(([k, v]) => `${v} ${k}`)
     .join(', ');
 
-const U64Out = Type.Unsafe<bigint>(Type.Integer({ minimum: 0, description: 'u64, exact JSON integer' }));
 const Outpoint = Type.Object({ txid: Type.String(), vout: Type.Integer() });
-const Assignment = Type.Unknown({
-  description:
-    'rgb-lib, externally tagged: "Any", "NonFungible", "ReplaceRight", {"Fungible": u64}, {"InflationRight": u64}',
-});
+const Assignment = Type.Union(
+  [
+    Type.Literal('Any'),
+    Type.Literal('NonFungible'),
+    Type.Literal('ReplaceRight'),
+    Type.Object({ Fungible: U64Out }, { additionalProperties: false }),
+    Type.Object({ InflationRight: U64Out }, { additionalProperties: false }),
+  ],
+  {
+    description:
+      'rgb-lib, externally tagged: "Any", "NonFungible", "ReplaceRight", {"Fungible": u64}, {"InflationRight": u64}',
+  },
+);
 
 export const RecordFormatQuery = Type.Object(
   {
@@ -99,11 +108,9 @@ export const Transfer = Type.Object(
       enum: codes(TRANSFER_STATUS_CODES),
       description: codeList(TRANSFER_STATUS_CODES),
     }),
-    amount: Type.Integer({
-      minimum: 0,
-      description:
-        'u64: the Fungible amounts of `assignments` (a NonFungible one counts 1); until it has any, the requested amount; else 0',
-    }),
+    amount: u64Out(
+      'the Fungible amounts of `assignments` (a NonFungible one counts 1); until it has any, the requested amount; else 0',
+    ),
     kind: Type.Integer({ enum: codes(TRANSFER_KIND_CODES), description: codeList(TRANSFER_KIND_CODES) }),
     txid: Nullable(Type.String()),
     recipient_id: Type.String({ description: '"" when rgb-lib has none (an issuance)' }),
@@ -145,10 +152,7 @@ export const Unspent = Type.Object(
       Type.Object(
         {
           asset_id: Type.String({ description: '"" when rgb-lib does not know the asset yet' }),
-          amount: Type.Integer({
-            minimum: 0,
-            description: 'u64: Fungible amount; NonFungible 1; rights and Any 0',
-          }),
+          amount: u64Out('Fungible amount; NonFungible 1; rights and Any 0'),
           assignment: Assignment,
           settled: Type.Boolean(),
         },
@@ -191,9 +195,7 @@ export const InvoiceData = Type.Object(
     assignment: Type.Object(
       {
         type: Type.String({ description: 'Fungible, NonFungible, InflationRight, ReplaceRight or Any' }),
-        amount: Type.Optional(
-          Type.Integer({ minimum: 0, description: 'u64; absent for Any (any amount) and NonFungible' }),
-        ),
+        amount: Type.Optional(u64Out('absent for Any (any amount) and NonFungible')),
       },
       { description: 'what the invoice asks for; the plugin reads `amount` (absent = any)' },
     ),

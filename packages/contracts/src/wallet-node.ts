@@ -1,84 +1,89 @@
 /**
  * Request and response schemas of the wallet node (wallet-node-service.md), defined once: the service
- * validates and documents with them, the SDK takes its types from them. Field names are the reference's
- * snake_case; request bodies also accept the legacy camelCase spellings listed next to each field.
- * u64 amounts are exact JSON integers (a decimal string is accepted in requests too).
+ * validates and documents with them, the SDK takes its types (and its u64 reading) from them. Field names are
+ * the reference's snake_case; a request field's legacy camelCase spelling is declared on it (`x-aliases`, see
+ * `wire.ts`) and rewritten to the snake_case name by the service before validation. u64 amounts are exact JSON
+ * integers (a decimal string is accepted in requests too), all marked with the one `U64` / `U64Out` of `wire.ts`.
  */
 import { type Static, Type } from 'typebox';
 import { BACKUP_SCHEMAS } from './wallet-node-backup.ts';
 import { BEGIN_SCHEMAS } from './wallet-node-begins.ts';
 import { BTC_SCHEMAS } from './wallet-node-btc.ts';
+import { ISSUE_SCHEMAS } from './wallet-node-issue.ts';
 import { KEY_SCHEMAS } from './wallet-node-keys.ts';
 import { type InvoiceData, RECORD_SCHEMAS, type RgbLibInvoiceData } from './wallet-node-records.ts';
+import { aliases, schemaRefs, U64, U64Out } from './wire.ts';
 
-// Request defaults are applied by the service, never by the schema: a schema default would fill the
-// snake_case field before the handler sees a legacy camelCase spelling, silently overriding it.
+// Request defaults are applied by the service, never by the schema (they are documented in descriptions).
 
 export * from './wallet-node-backup.ts';
 export * from './wallet-node-begins.ts';
 export * from './wallet-node-btc.ts';
+export * from './wallet-node-issue.ts';
 export * from './wallet-node-keys.ts';
 export * from './wallet-node-records.ts';
+export * from './wire.ts';
 export type { Static };
 
-export const U64 = Type.Union(
-  [Type.Integer({ minimum: 0 }), Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' })],
-  { description: 'u64: a JSON integer (exact up to 18446744073709551615); a decimal string is accepted too' },
-);
-/**
- * u64 in a response: always a JSON integer, exact. Its static type is `bigint`, which is what a
- * client that parses the reply losslessly (the SDK) holds.
- */
-const U64Out = Type.Unsafe<bigint>(Type.Integer({ minimum: 0, description: 'u64, exact JSON integer' }));
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(
+  t: T,
+  options?: { description?: string },
+) => Type.Union([t, Type.Null()], options);
+/** The legacy camelCase spelling of a field (`x-aliases`), with the field's description. */
+const alias = (camel: string, description?: string) => aliases(description, camel);
 
 // ---------- requests ----------
 
+const AssetId = Type.String({ minLength: 1, maxLength: 200, ...alias('assetId') });
+
 export const AssetIdRequest = Type.Object(
-  {
-    asset_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    assetId: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: 'legacy spelling of asset_id' }),
-    ),
-  },
-  { $id: 'AssetIdRequest' },
+  { asset_id: Type.Optional(AssetId) },
+  { $id: 'AssetIdRequest', description: 'listtransfers: asset_id absent = the transfers of every asset' },
 );
+
+export const AssetBalanceRequest = Type.Object({ asset_id: AssetId }, { $id: 'AssetBalanceRequest' });
 
 export const FailTransfersRequest = Type.Object(
   {
-    batch_transfer_idx: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 2147483647 }))),
-    batchTransferIdx: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 2147483647 }))),
-    no_asset_only: Type.Optional(Type.Boolean({ description: 'default false' })),
-    noAssetOnly: Type.Optional(Type.Boolean()),
-    skip_sync: Type.Optional(Type.Boolean({ description: 'default false' })),
-    skipSync: Type.Optional(Type.Boolean()),
+    batch_transfer_idx: Type.Optional(
+      Nullable(Type.Integer({ minimum: 0, maximum: 2147483647 }), alias('batchTransferIdx')),
+    ),
+    no_asset_only: Type.Optional(Type.Boolean(alias('noAssetOnly', 'default false'))),
+    skip_sync: Type.Optional(Type.Boolean(alias('skipSync', 'default false'))),
   },
   { $id: 'FailTransfersRequest' },
 );
 
+const FeeRate = Type.Integer({
+  minimum: 1,
+  maximum: 1_000_000,
+  ...alias('feeRate', 'sat/vB, default 1'),
+});
+const MinConfirmations = Type.Integer({
+  minimum: 0,
+  maximum: 255,
+  ...alias('minConfirmations', 'default 1'),
+});
+
 export const CreateUtxosBeginRequest = Type.Object(
   {
-    up_to: Type.Optional(Type.Boolean({ description: 'default false' })),
-    upTo: Type.Optional(Type.Boolean()),
+    up_to: Type.Optional(Type.Boolean(alias('upTo', 'default false'))),
     num: Type.Optional(Type.Integer({ minimum: 1, maximum: 255, description: 'default 5' })),
     size: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 4294967295, description: 'sats per UTXO, default 1000' }),
     ),
-    fee_rate: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'sat/vB, default 1' }),
-    ),
-    feeRate: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-    skip_sync: Type.Optional(Type.Boolean({ description: 'default false' })),
+    fee_rate: Type.Optional(FeeRate),
+    skip_sync: Type.Optional(Type.Boolean(alias('skipSync', 'default false'))),
   },
   { $id: 'CreateUtxosBeginRequest' },
 );
 
 export const SignedPsbtRequest = Type.Object(
   {
-    signed_psbt: Type.Optional(
-      Type.String({ minLength: 1, description: 'base64 PSBT, signed (and preferably finalized)' }),
-    ),
-    signedPsbt: Type.Optional(Type.String({ minLength: 1, description: 'legacy spelling of signed_psbt' })),
+    signed_psbt: Type.String({
+      minLength: 1,
+      ...alias('signedPsbt', 'base64 PSBT, signed (and preferably finalized)'),
+    }),
   },
   { $id: 'SignedPsbtRequest' },
 );
@@ -95,15 +100,12 @@ export const IssueAssetNiaRequest = Type.Object(
 
 export const BlindReceiveRequest = Type.Object(
   {
-    asset_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
-    assetId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    asset_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }), alias('assetId'))),
     amount: Type.Optional(Nullable(U64)),
     duration_seconds: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 31_536_000, description: 'default 3600' }),
+      Type.Integer({ minimum: 1, maximum: 31_536_000, ...alias('durationSeconds', 'default 3600') }),
     ),
-    durationSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 31_536_000 })),
-    min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255, description: 'default 1' })),
-    minConfirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 255 })),
+    min_confirmations: Type.Optional(MinConfirmations),
     expiration_timestamp: Type.Optional(
       Nullable(
         Type.Integer({
@@ -122,50 +124,35 @@ export const BlindReceiveRequest = Type.Object(
   },
 );
 
-export const Recipient = Type.Object(
-  {
-    recipient_id: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
-    recipientId: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
-    amount: U64,
-    transport_endpoints: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 300 }), { maxItems: 3 }),
-    ),
-    transportEndpoints: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 300 }), { maxItems: 3 }),
-    ),
-    witness_data: Type.Optional(
-      Nullable(
-        Type.Object({
-          amount_sat: U64,
-          blinding: Type.Optional(Nullable(U64)),
-        }),
-      ),
-    ),
-  },
-  { description: 'one recipient of an asset' },
-);
-
-const FeeRate = Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'sat/vB, default 1' });
-const MinConfirmations = Type.Integer({ minimum: 0, maximum: 255, description: 'default 1' });
 const WitnessData = Type.Object(
   { amount_sat: U64, blinding: Type.Optional(Nullable(U64)) },
   { description: 'sats sent to a witness recipient (needed for a witness invoice)' },
 );
 
+export const Recipient = Type.Object(
+  {
+    recipient_id: Type.String({ minLength: 1, maxLength: 500, ...alias('recipientId') }),
+    amount: U64,
+    transport_endpoints: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+        maxItems: 3,
+        ...alias('transportEndpoints', 'default: the RGB proxies of the node'),
+      }),
+    ),
+    witness_data: Type.Optional(Nullable(WitnessData, alias('witnessData'))),
+  },
+  { description: 'one recipient of an asset' },
+);
+
 /** sendbegin, the spec's form: recipients per asset. */
 export const SendBeginRecipientMapForm = Type.Object(
   {
-    recipient_map: Type.Optional(
-      Type.Record(Type.String(), Type.Array(Recipient, { minItems: 1, maxItems: 64 })),
-    ),
-    recipientMap: Type.Optional(
-      Type.Record(Type.String(), Type.Array(Recipient, { minItems: 1, maxItems: 64 })),
-    ),
+    recipient_map: Type.Record(Type.String(), Type.Array(Recipient, { minItems: 1, maxItems: 64 }), {
+      ...alias('recipientMap', 'recipients per asset id'),
+    }),
     donation: Type.Optional(Type.Boolean({ description: 'default false' })),
     fee_rate: Type.Optional(FeeRate),
-    feeRate: Type.Optional(FeeRate),
     min_confirmations: Type.Optional(MinConfirmations),
-    minConfirmations: Type.Optional(MinConfirmations),
     expiration_timestamp: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -177,7 +164,6 @@ export const SendBeginRecipientMapForm = Type.Object(
   {
     $id: 'SendBeginRecipientMapForm',
     description: 'recipients per asset id (recipient_map, or legacy recipientMap); no `invoice`',
-    anyOf: [{ required: ['recipient_map'] }, { required: ['recipientMap'] }],
     not: { required: ['invoice'] },
   },
 );
@@ -189,17 +175,14 @@ export const SendBeginInvoiceForm = Type.Object(
     asset_id: Type.Optional(
       Nullable(
         Type.String({ minLength: 1, maxLength: 200, description: 'needed if the invoice names none' }),
+        alias('assetId'),
       ),
     ),
-    assetId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
     amount: Type.Optional(Nullable(U64)),
-    witness_data: Type.Optional(Nullable(WitnessData)),
-    witnessData: Type.Optional(Nullable(WitnessData)),
+    witness_data: Type.Optional(Nullable(WitnessData, alias('witnessData'))),
     donation: Type.Optional(Type.Boolean({ description: 'default false' })),
     fee_rate: Type.Optional(FeeRate),
-    feeRate: Type.Optional(FeeRate),
     min_confirmations: Type.Optional(MinConfirmations),
-    minConfirmations: Type.Optional(MinConfirmations),
   },
   {
     $id: 'SendBeginInvoiceForm',
@@ -266,9 +249,9 @@ export const AssetNia = Type.Object(
 export const Assets = Type.Object(
   {
     nia: Nullable(Type.Array(Type.Ref('AssetNia'))),
-    uda: Nullable(Type.Array(Type.Unknown())),
-    cfa: Nullable(Type.Array(Type.Unknown())),
-    ifa: Type.Optional(Nullable(Type.Array(Type.Unknown()))),
+    uda: Nullable(Type.Array(Type.Ref('AssetUda'))),
+    cfa: Nullable(Type.Array(Type.Ref('AssetCfa'))),
+    ifa: Type.Optional(Nullable(Type.Array(Type.Ref('AssetIfa')))),
   },
   { $id: 'Assets' },
 );
@@ -306,10 +289,12 @@ export const WalletErrorEnvelope = Type.Object(
 export const WALLET_NODE_SCHEMAS = [
   ...BTC_SCHEMAS,
   ...BACKUP_SCHEMAS,
+  ...ISSUE_SCHEMAS,
   ...BEGIN_SCHEMAS,
   ...RECORD_SCHEMAS,
   ...KEY_SCHEMAS,
   AssetIdRequest,
+  AssetBalanceRequest,
   FailTransfersRequest,
   CreateUtxosBeginRequest,
   SignedPsbtRequest,
@@ -331,6 +316,9 @@ export const WALLET_NODE_SCHEMAS = [
   VersionInfo,
   WalletErrorEnvelope,
 ] as const;
+
+/** Every named schema by `$id`, to follow `$ref`s when walking a schema (u64 reading, aliases). */
+export const WALLET_NODE_REFS = schemaRefs(WALLET_NODE_SCHEMAS);
 
 export type BalanceT = { settled: bigint; future: bigint; spendable: bigint };
 export type BtcBalanceT = { vanilla: BalanceT; colored: BalanceT };

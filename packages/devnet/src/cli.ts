@@ -3,6 +3,7 @@ import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { produceBlocks } from './blocks.ts';
 import { devnetStatus, openDevnet, startDevnet, stopDevnet } from './devnet.ts';
 
 const USAGE = `usage: devnet <command> [options]
@@ -18,7 +19,9 @@ commands:
   fund ADDRESS BTC [--dir D] [--no-mine] [--data HEX]
                       send BTC (decimal) from the miner wallet, then mine 1 block unless --no-mine;
                       --data adds an OP_RETURN output (e.g. a swap fulfilment's commitment)
-  start [--dir D]     like up, in the foreground: prints the endpoints and stops everything on Ctrl-C
+  start [--dir D] [--block-interval SECS]
+                      like up, in the foreground: prints the endpoints and stops everything on Ctrl-C;
+                      --block-interval mines a block every SECS seconds (default: only on demand)
 
 The directory defaults to $RGBX_DEVNET_DIR or <repo>/.devnet.`;
 
@@ -50,6 +53,7 @@ async function main(argv: string[]): Promise<void> {
         purge: { type: 'boolean', default: false },
         'no-mine': { type: 'boolean', default: false },
         data: { type: 'string' },
+        'block-interval': { type: 'string' },
         'rpc-port': { type: 'string' },
         'electrum-port': { type: 'string' },
         'proxy-port': { type: 'string' },
@@ -81,13 +85,25 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'start': {
+      const every = v['block-interval'] === undefined ? 0 : Number(v['block-interval']);
+      if (!(every >= 0)) fail(`start: --block-interval must be seconds ≥ 0, got ${v['block-interval']}`);
       const d = await startDevnet({ dir, ports, detached: false });
+      // Blocks only on demand (`mine`), unless asked for one every N seconds.
+      const blocks =
+        every > 0
+          ? produceBlocks({
+              devnet: d,
+              intervalMs: every * 1000,
+              onError: (err) => console.error(`devnet: block production: ${err.message}`),
+            })
+          : undefined;
       console.info(`devnet is up (state in ${dir}); Ctrl-C stops it\n${JSON.stringify(d.info, null, 2)}`);
       await new Promise<void>((res) => {
         process.once('SIGINT', res);
         process.once('SIGTERM', res);
       });
       console.info('stopping devnet…');
+      await blocks?.stop();
       await d.stop();
       return;
     }

@@ -14,8 +14,9 @@ export {
   RgbWalletClosedError,
 } from './errors.ts';
 export { RgbHost, type RgbHostEvents, type RgbHostOptions } from './host.ts';
-export { parseRgbJson, toJson, type U64, U64_KEYS, u64String } from './json.ts';
+export { parseRgbJson, toJson, type U64, u64String } from './json.ts';
 export { WALLET_FUNCTIONS, type WalletFunction } from './protocol.ts';
+export { RESULT_SCHEMAS } from './results.ts';
 export type * from './types.ts';
 export {
   type AssignmentInput,

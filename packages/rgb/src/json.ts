@@ -4,12 +4,12 @@
  * rgb-lib's c-ffi returns JSON strings whose u64 fields (amounts, balances, supplies, `entropy`,
  * `Online.id`) routinely exceed `Number.MAX_SAFE_INTEGER`; `JSON.parse` silently rounds them (the
  * bug in the binding's `wrapper.js`). We parse with `lossless-json`, which hands us every number as
- * its original digit string, and then apply ONE documented rule:
+ * its original digit string, and read the result against the schema of what the call returns, with the
+ * contracts' one rule (`reviveNumbers` of `@rgbx/contracts`):
  *
- * - **u64 quantity fields are always `bigint`**, whatever their size: every integer stored under a
- *   key in {@link U64_KEYS} (directly, or as an element of an array under such a key), e.g.
- *   `settled`, `future`, `spendable`, `issuedSupply`, `btcAmount`, `amountSat`, `received`, `sent`,
- *   `fee`, `entropy`, and the assignment tags `Fungible` / `InflationRight`.
+ * - **a field the schema marks u64 is always a `bigint`**, whatever its size. The schemas are the wallet
+ *   node's wire schemas of rgb-lib's shapes (`Balance`, `AssetIfa`, `RgbLibTransfer`, …), whose snake_case
+ *   names are rgb-lib's camelCase keys converted (`issuedSupply` is `issued_supply`); see `results.ts`.
  * - **Every other integer is a `number` when it is a safe integer, otherwise a `bigint`** (never
  *   rounded). Indexes, vouts, precisions, confirmation counts and unix timestamps are therefore
  *   plain numbers.
@@ -18,64 +18,22 @@
  * Serialization ({@link toJson}) writes `bigint` as exact JSON digits, so values up to 2^64-1
  * round-trip: `{"Fungible":18446744073709551615}`.
  */
-import { isLosslessNumber, type LosslessNumber, parse, stringify } from 'lossless-json';
-
-/** JSON keys whose integer values are u64 quantities and are always returned as `bigint`. */
-export const U64_KEYS: ReadonlySet<string> = new Set([
-  // Balance
-  'settled',
-  'future',
-  'spendable',
-  // assets / metadata
-  'issuedSupply',
-  'initialSupply',
-  'maxSupply',
-  'knownCirculatingSupply',
-  // bitcoin amounts
-  'btcAmount',
-  'amountSat',
-  'amount',
-  'received',
-  'sent',
-  'fee',
-  // transfers
-  'entropy',
-  // Assignment enum tags
-  'Fungible',
-  'InflationRight',
-]);
+import { reviveNumbers, WALLET_NODE_REFS } from '@rgbx/contracts/wallet-node';
+import { isLosslessNumber, parse, stringify } from 'lossless-json';
 
 const MAX_U64 = (1n << 64n) - 1n;
 
-function isIntegerLiteral(digits: string): boolean {
-  return /^-?\d+$/.test(digits);
-}
-
-function convertNumber(n: LosslessNumber, forceBigint: boolean): number | bigint {
-  const digits = n.value;
-  if (!isIntegerLiteral(digits)) return Number(digits);
-  if (forceBigint) return BigInt(digits);
-  const asNumber = Number(digits);
-  return Number.isSafeInteger(asNumber) ? asNumber : BigInt(digits);
-}
-
-function convert(value: unknown, key: string | undefined): unknown {
-  if (isLosslessNumber(value)) return convertNumber(value, key !== undefined && U64_KEYS.has(key));
-  if (Array.isArray(value)) return value.map((item) => convert(item, key));
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = convert(v, k);
-    return out;
-  }
-  return value;
-}
+const digitsOf = (v: unknown) => (isLosslessNumber(v) ? v.value : undefined);
+/** rgb-lib's camelCase field names as the wire schemas spell them; enum tags (`Fungible`) and map keys stay. */
+const snakeKey = (k: string) =>
+  /^[a-z][a-zA-Z0-9]*$/.test(k) ? k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) : k;
 
 /**
- * Parse a JSON string returned by an `rgblib_*` function without losing integer precision
- * (see the module doc for the number rule).
+ * Parse a JSON string returned by an `rgblib_*` function without losing integer precision, reading it
+ * against `schema` (what the call returns; undefined = no u64 field known, see the module doc).
  */
-export function parseRgbJson<T = unknown>(text: string): T {
-  return convert(parse(text), undefined) as T;
+export function parseRgbJson<T = unknown>(text: string, schema?: unknown): T {
+  return reviveNumbers(parse(text), schema, WALLET_NODE_REFS, { digitsOf, keyOf: snakeKey }) as T;
 }
 
 /**

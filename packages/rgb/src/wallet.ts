@@ -22,6 +22,7 @@ import { RgbLibError } from './errors.ts';
 import { RgbHost } from './host.ts';
 import { parseRgbJson, toJson, toU64, type U64, u64String, uintString } from './json.ts';
 import type { RawArg, WalletFunction } from './protocol.ts';
+import { INVOICE_DATA_RESULT, ONLINE_RESULT, RESULT_SCHEMAS } from './results.ts';
 import type {
   AssetCfa,
   AssetIfa,
@@ -119,7 +120,7 @@ export async function invoiceData(
   invoice: string,
   host: RgbHost = getDefaultHost(),
 ): Promise<Record<string, unknown>> {
-  return parseRgbJson(await host.request('invoiceData', invoice));
+  return parseRgbJson(await host.request('invoiceData', invoice), INVOICE_DATA_RESULT);
 }
 
 /**
@@ -328,7 +329,7 @@ export class RgbWallet {
   async #json<T>(fn: WalletFunction, ...args: RawArg[]): Promise<T> {
     const out = await this.#raw(fn, ...args);
     if (out === null) throw invalid(`${fn} returned no value`);
-    return parseRgbJson<T>(out);
+    return parseRgbJson<T>(out, RESULT_SCHEMAS[fn]);
   }
 
   #onlineArg(): string {
@@ -350,8 +351,7 @@ export class RgbWallet {
         vanillaSyncLookback: lookback,
       }),
     );
-    const parsed = parseRgbJson<{ id: number | bigint }>(raw ?? '');
-    const id = BigInt(parsed.id);
+    const { id } = parseRgbJson<{ id: bigint }>(raw ?? '', ONLINE_RESULT);
     this.#onlineId = id;
     this.#online = `{"id":${id}}`;
     return { id };

@@ -86,6 +86,11 @@ export interface CreateServerOptions {
    */
   strictBody?: boolean;
   /**
+   * Annotation keywords the service's schemas carry (e.g. OpenAPI `x-` extensions such as `x-u64`): Ajv,
+   * strict by default, refuses a schema with a keyword it does not know; these it accepts and ignores.
+   */
+  schemaKeywords?: readonly string[];
+  /**
    * Answer 405 (with `Allow`) for a known path requested with a method it does not serve. Default
    * true; a service that must answer like a peer that says 404 there (the RGB proxy) sets false.
    */
@@ -264,9 +269,10 @@ export function createServer(opts: CreateServerOptions): ServiceApp {
     },
     ajv: {
       plugins: [ajvFormats as never],
-      ...(opts.strictTypes
-        ? { customOptions: { coerceTypes: false, useDefaults: true, removeAdditional: false } }
-        : {}),
+      customOptions: {
+        ...(opts.strictTypes ? { coerceTypes: false, useDefaults: true, removeAdditional: false } : {}),
+        ...(opts.schemaKeywords ? { keywords: [...opts.schemaKeywords] } : {}),
+      },
     },
     ...(opts.strictBody && !opts.strictTypes
       ? { schemaController: strictBodyController() as FastifyServerOptions['schemaController'] }

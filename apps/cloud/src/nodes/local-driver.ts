@@ -91,7 +91,9 @@ export class LocalProcessDriver implements NodeDriver {
 
   async start(spec: NodeSpec): Promise<NodeRuntime> {
     if (!existsSync(this.o.walletNodeMain)) {
-      throw new Error(`wallet node not built: ${this.o.walletNodeMain} is missing (run \`npx tsc -b\`)`);
+      throw new Error(
+        `wallet node entry point ${this.o.walletNodeMain} is missing ([nodes] wallet_node_main; in the repository: \`npx tsc -b\`)`,
+      );
     }
     // Never a second copy: a process already running this node is adopted.
     const running = findRunning(spec);

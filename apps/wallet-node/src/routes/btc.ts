@@ -31,7 +31,7 @@ import {
 } from '../btc-send.ts';
 import { E } from '../errors.ts';
 import { toU64 } from '../json.ts';
-import { jsonString, pick, type RouteDeps, requireField, routeKit } from './kit.ts';
+import { jsonString, type RouteDeps, routeKit } from './kit.ts';
 
 /**
  * The lookback rgb-lib requires with the vanilla keychain. The sync after a broadcast is a FullSync (every
@@ -117,8 +117,8 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
       online: true,
     },
     async (ctx, w, b) => {
-      const feeRate = BigInt(requireField(pick(b.fee_rate, b.feeRate), 'fee_rate'));
-      const skipSync = pick(b.skip_sync, b.skipSync) ?? false;
+      const feeRate = BigInt(b.fee_rate);
+      const skipSync = b.skip_sync ?? false;
       const amount = toU64(b.amount, 'amount');
       const script = recipientScript(b.address, network);
       const dust = dustThreshold(script);
@@ -197,8 +197,8 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
       online: true,
     },
     async (ctx, w, b, req: FastifyRequest) => {
-      const signed = requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt');
-      const skipSync = pick(b.skip_sync, b.skipSync) ?? false;
+      const signed = b.signed_psbt;
+      const skipSync = b.skip_sync ?? false;
       const { txid, hex } = finalizeSigned(signed);
       const dir = registry.walletDir(ctx);
       const reservations = readReservations(dir);

@@ -53,7 +53,7 @@ export function issueError(err: unknown): unknown {
   });
 }
 
-const u64s = (list: ReadonlyArray<number | string>, name: string) =>
+const u64s = (list: ReadonlyArray<bigint | number | string>, name: string) =>
   list.map((a, i) => toU64(a, `${name}[${i}]`));
 
 export function registerIssueRoutes(app: ServiceApp, deps: RouteDeps): void {

@@ -98,13 +98,6 @@ export function jsonString(reply: FastifyReply, value: unknown): FastifyReply {
   return reply.type('application/json; charset=utf-8').send(toJson(value));
 }
 
-export const pick = <T>(...vals: Array<T | undefined>): T | undefined => vals.find((v) => v !== undefined);
-
-export function requireField<T>(value: T | undefined | null, name: string): T {
-  if (value === undefined || value === null) throw E.BAD_INPUT.create(`missing field \`${name}\``);
-  return value;
-}
-
 export interface RouteDeps {
   cfg: WalletNodeConfig;
   registry: WalletRegistry;

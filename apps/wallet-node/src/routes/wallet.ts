@@ -20,9 +20,7 @@ import {
   errorResponses,
   jsonString,
   missingHeaders,
-  pick,
   type RouteDeps,
-  requireField,
   routeKit,
   send,
   WalletHeaders,
@@ -69,15 +67,15 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
     { summary: 'RGB assets held', response: Type.Ref('Assets'), online: false },
     (_ctx, w) => w.listAssets([]),
   );
-  walletRoute<C.Static<typeof C.AssetIdRequest>>(
+  walletRoute<C.Static<typeof C.AssetBalanceRequest>>(
     '/wallet/assetbalance',
     {
       summary: 'Balance of one RGB asset',
-      body: C.AssetIdRequest,
+      body: C.AssetBalanceRequest,
       response: Type.Ref('Balance'),
       online: false,
     },
-    (_ctx, w, b) => w.getAssetBalance(requireField(pick(b.asset_id, b.assetId), 'asset_id')),
+    (_ctx, w, b) => w.getAssetBalance(b.asset_id),
   );
   const formatQuery = Type.Ref('RecordFormatQuery');
   const eitherFormat = (field: string, rgbLib: string) =>
@@ -116,8 +114,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       online: false,
     },
     async (_ctx, w, b) => {
-      const assetId = pick(b.asset_id, b.assetId);
-      if (assetId !== undefined) return w.listTransfers(assetId);
+      if (b.asset_id !== undefined) return w.listTransfers(b.asset_id);
       return listAllTransfers(w);
     },
     recordReply(fieldTransfer, rgbLibTransfer),
@@ -133,11 +130,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       movesTransfers: true,
     },
     (_ctx, w, b) =>
-      w.failTransfers(
-        pick(b.batch_transfer_idx, b.batchTransferIdx) ?? null,
-        pick(b.no_asset_only, b.noAssetOnly) ?? false,
-        pick(b.skip_sync, b.skipSync) ?? false,
-      ),
+      w.failTransfers(b.batch_transfer_idx ?? null, b.no_asset_only ?? false, b.skip_sync ?? false),
     jsonString,
   );
   walletRoute<C.Static<typeof C.CreateUtxosBeginRequest>>(
@@ -150,10 +143,10 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
     },
     async (ctx, w, b) => {
       const psbt = await w.createUtxosBegin(
-        pick(b.up_to, b.upTo) ?? false,
+        b.up_to ?? false,
         b.num ?? 5,
         b.size ?? 1000,
-        pick(b.fee_rate, b.feeRate) ?? 1,
+        b.fee_rate ?? 1,
         b.skip_sync ?? false,
       );
       recordBegin(registry.walletDir(ctx), psbtTxid(psbt));
@@ -170,7 +163,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       online: true,
     },
     async (ctx, w, b) => {
-      const signed = requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt');
+      const signed = b.signed_psbt;
       const n = await w.createUtxosEnd(signed);
       forgetSignedBegin(registry.walletDir(ctx), signed);
       return n;
@@ -200,16 +193,16 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       const amount = b.amount === undefined || b.amount === null ? 0n : toU64(b.amount, 'amount');
       // amount 0 or absent means "any amount", as in the reference.
       const assignment: AssignmentInput = amount === 0n ? 'Any' : { Fungible: amount };
-      const duration = pick(b.duration_seconds, b.durationSeconds) ?? 3600;
+      const duration = b.duration_seconds ?? 3600;
       // rgb-lib wants an absolute timestamp; the BTCPay plugin sends one, the spec a duration.
       const expiry = b.expiration_timestamp ?? Math.floor(Date.now() / 1000) + duration;
       return (kind === 'witness' ? w.witnessReceive : w.blindReceive).call(
         w,
-        pick(b.asset_id, b.assetId) ?? null,
+        b.asset_id ?? null,
         assignment,
         expiry,
         endpoints,
-        pick(b.min_confirmations, b.minConfirmations) ?? 1,
+        b.min_confirmations ?? 1,
       );
     };
   walletRoute(
@@ -269,8 +262,8 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       const r = await w.sendBegin(
         form.recipients,
         b.donation ?? false,
-        pick(b.fee_rate, b.feeRate) ?? 1,
-        pick(b.min_confirmations, b.minConfirmations) ?? 1,
+        b.fee_rate ?? 1,
+        b.min_confirmations ?? 1,
         form.expiry,
         false,
       );
@@ -290,7 +283,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       movesTransfers: true,
     },
     async (ctx, w, b) => {
-      const signed = requireField(pick(b.signed_psbt, b.signedPsbt), 'signed_psbt');
+      const signed = b.signed_psbt;
       const r = await w.sendEnd(signed);
       forgetSignedBegin(registry.walletDir(ctx), signed);
       return { txid: r.txid, batchTransferIdx: r.batchTransferIdx };

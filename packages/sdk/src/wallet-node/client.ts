@@ -1,6 +1,8 @@
 /**
- * Typed client for the rgbx wallet node (watch-only RGB wallets). Responses keep u64 amounts exact:
- * they come back as `bigint`.
+ * Typed client for the rgbx wallet node (watch-only RGB wallets). Responses keep u64 amounts exact: each
+ * reply is parsed losslessly and read against its route's response schema from `@rgbx/contracts`, so every
+ * field the schema marks u64 is a `bigint` (any size), any other integer a `number` (or a `bigint` above 2^53,
+ * never rounded).
  *
  * @example
  * import { WalletNodeClient, signPsbt } from '@rgbx/sdk';
@@ -12,14 +14,16 @@
  * await node.createUtxosEnd(signPsbt(psbt, mnemonic));
  */
 
-import type * as C from '@rgbx/contracts/wallet-node';
 import type {
   AbortBeginResponseT,
   BlindReceiveRequestT,
   CreateUtxosBeginRequestT,
   FailTransfersRequestT,
   GenerateKeysResponseT,
+  IssueAssetCfaRequestT,
   IssueAssetIfaRequestT,
+  IssueAssetNiaRequestT,
+  IssueAssetUdaRequestT,
   PendingBeginT,
   RgbLibInvoiceDataT,
   SendBeginRequestT,
@@ -29,7 +33,8 @@ import type {
   WalletErrorEnvelopeT,
   WalletRestoreResponseT,
 } from '@rgbx/contracts/wallet-node';
-import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
+import * as C from '@rgbx/contracts/wallet-node';
+import { isLosslessNumber, parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
 
 export interface WalletHeaders {
   xpubVanilla: string;
@@ -42,11 +47,19 @@ type Refs = {
   Balance: typeof C.Balance;
   BtcBalance: typeof C.BtcBalance;
   AssetNia: typeof C.AssetNia;
+  AssetCfa: typeof C.AssetCfa;
+  AssetUda: typeof C.AssetUda;
+  AssetIfa: typeof C.AssetIfa;
   Media: typeof C.Media;
+  TokenLight: typeof C.TokenLight;
 };
 export type Balance = C.Static<typeof C.Balance>;
 export type BtcBalance = C.Static<typeof C.BtcBalance, Refs>;
 export type AssetNia = C.Static<typeof C.AssetNia, Refs>;
+export type AssetCfa = C.Static<typeof C.AssetCfa, Refs> & Record<string, unknown>;
+export type AssetUda = C.Static<typeof C.AssetUda, Refs> & Record<string, unknown>;
+export type AssetIfa = C.Static<typeof C.AssetIfa, Refs> & Record<string, unknown>;
+export type Assets = C.Static<typeof C.Assets, Refs>;
 export type ReceiveData = C.Static<typeof C.ReceiveData>;
 /**
  * A transfer as rgb-lib reports it (fields a newer rgb-lib adds come along): the SDK asks for rgb-lib's names
@@ -76,29 +89,20 @@ export class WalletNodeError extends Error {
   }
 }
 
-const U64_FIELDS = new Set([
-  'settled',
-  'future',
-  'spendable',
-  'issued_supply',
-  'btc_amount',
-  'received',
-  'sent',
-  'fee',
-  'Fungible',
-  'InflationRight',
-]);
+const digitsOf = (v: unknown) => (isLosslessNumber(v) ? v.value : undefined);
 
-function parse(text: string): unknown {
+/**
+ * A reply read against its route's response schema (`C.WALLET_NODE_REFS` resolves its `$ref`s): the schema's
+ * u64 fields become `bigint`, other integers `number` (`bigint` if unsafe), nothing is rounded.
+ */
+export function parseReply(text: string, schema: unknown): unknown {
   if (text.length === 0) return undefined;
-  return losslessParse(text, (key, value) => {
-    if (value && typeof value === 'object' && 'isLosslessNumber' in value) {
-      const s = String(value);
-      return U64_FIELDS.has(key) ? BigInt(s) : Number(s);
-    }
-    return value;
-  });
+  return C.reviveNumbers(losslessParse(text), schema, C.WALLET_NODE_REFS, { digitsOf });
 }
+
+// Response schemas of routes whose reply is not a named schema.
+const Bare = {};
+const ListOf = (id: string) => ({ type: 'array', items: { $ref: id } });
 
 export class WalletNodeClient {
   /**
@@ -126,7 +130,8 @@ export class WalletNodeClient {
     };
   }
 
-  async #post<T>(path: string, body?: unknown): Promise<T> {
+  /** POST `body` (bigint written as exact JSON digits) and read the reply against `reply`, its schema. */
+  async #post<T>(path: string, reply: unknown, body?: unknown): Promise<T> {
     const res = await fetch(this.baseUrl + path, {
       method: 'POST',
       headers: { ...this.#headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -134,86 +139,78 @@ export class WalletNodeClient {
     });
     const text = await res.text();
     if (!res.ok) throw new WalletNodeError(res.status, text);
-    return parse(text) as T;
+    return parseReply(text, reply) as T;
   }
 
-  async #postForm<T>(path: string, form: FormData): Promise<T> {
+  async #postForm<T>(path: string, reply: unknown, form: FormData): Promise<T> {
     // fetch sets the multipart content type with its boundary.
     const res = await fetch(this.baseUrl + path, { method: 'POST', headers: this.#headers, body: form });
     const text = await res.text();
     if (!res.ok) throw new WalletNodeError(res.status, text);
-    return parse(text) as T;
+    return parseReply(text, reply) as T;
   }
 
   register(): Promise<C.Static<typeof C.RegisterResponse, Refs>> {
-    return this.#post('/wallet/register');
+    return this.#post('/wallet/register', C.RegisterResponse);
   }
   address(): Promise<string> {
-    return this.#post('/wallet/address');
+    return this.#post('/wallet/address', Bare);
   }
   btcBalance(): Promise<BtcBalance> {
-    return this.#post('/wallet/btcbalance');
+    return this.#post('/wallet/btcbalance', C.BtcBalance);
   }
-  listAssets(): Promise<C.Static<typeof C.Assets, Refs>> {
-    return this.#post('/wallet/listassets');
+  listAssets(): Promise<Assets> {
+    return this.#post('/wallet/listassets', C.Assets);
   }
   assetBalance(assetId: string): Promise<Balance> {
-    return this.#post('/wallet/assetbalance', { asset_id: assetId });
+    return this.#post('/wallet/assetbalance', C.Balance, { asset_id: assetId });
   }
   listUnspents(): Promise<Unspent[]> {
-    return this.#post('/wallet/listunspents?format=rgb-lib');
+    return this.#post('/wallet/listunspents?format=rgb-lib', ListOf('RgbLibUnspent'));
   }
   listTransactions(): Promise<Transaction[]> {
-    return this.#post('/wallet/listtransactions?format=rgb-lib');
+    return this.#post('/wallet/listtransactions?format=rgb-lib', ListOf('RgbLibTransaction'));
   }
   /** Transfers of one asset, or of every asset (and asset-less receives) when `assetId` is omitted. */
   listTransfers(assetId?: string): Promise<Transfer[]> {
     return this.#post(
       '/wallet/listtransfers?format=rgb-lib',
+      ListOf('RgbLibTransfer'),
       assetId === undefined ? undefined : { asset_id: assetId },
     );
   }
   failTransfers(req: FailTransfersRequestT = {}): Promise<boolean> {
-    return this.#post('/wallet/failtransfers', req);
+    return this.#post('/wallet/failtransfers', Bare, req);
   }
   /** Returns the unsigned PSBT (base64). */
   createUtxosBegin(req: CreateUtxosBeginRequestT = {}): Promise<string> {
-    return this.#post('/wallet/createutxosbegin', req);
+    return this.#post('/wallet/createutxosbegin', Bare, req);
   }
   /** Returns the number of UTXOs created. */
   createUtxosEnd(signedPsbt: string): Promise<number> {
-    return this.#post('/wallet/createutxosend', { signed_psbt: signedPsbt });
+    return this.#post('/wallet/createutxosend', Bare, { signed_psbt: signedPsbt });
   }
-  issueAssetNia(req: {
-    ticker: string;
-    name: string;
-    precision?: number;
-    amounts: Array<bigint | number>;
-  }): Promise<AssetNia> {
-    return this.#post('/wallet/issueassetnia', req);
+  issueAssetNia(req: IssueAssetNiaRequestT): Promise<AssetNia> {
+    return this.#post('/wallet/issueassetnia', C.AssetNia, req);
   }
-  blindReceive(
-    req: Omit<BlindReceiveRequestT, 'amount'> & { amount?: bigint | number | null } = {},
-  ): Promise<ReceiveData> {
-    return this.#post('/wallet/blindreceive', req);
+  blindReceive(req: BlindReceiveRequestT = {}): Promise<ReceiveData> {
+    return this.#post('/wallet/blindreceive', C.ReceiveData, req);
   }
   /** A witness receive invoice: the sender pays `witness_data.amount_sat` to a script of this wallet. */
-  witnessReceive(
-    req: Omit<BlindReceiveRequestT, 'amount'> & { amount?: bigint | number | null } = {},
-  ): Promise<ReceiveData> {
-    return this.#post('/wallet/witnessreceive', req);
+  witnessReceive(req: BlindReceiveRequestT = {}): Promise<ReceiveData> {
+    return this.#post('/wallet/witnessreceive', C.ReceiveData, req);
   }
   /** Decodes an RGB invoice (no wallet is read). */
   decodeRgbInvoice(invoice: string): Promise<RgbLibInvoiceDataT> {
-    return this.#post('/wallet/decodergbinvoice?format=rgb-lib', { invoice });
+    return this.#post('/wallet/decodergbinvoice?format=rgb-lib', C.RgbLibInvoiceData, { invoice });
   }
   /** Syncs both keychains with the indexer. */
   sync(): Promise<null> {
-    return this.#post('/wallet/sync');
+    return this.#post('/wallet/sync', Bare);
   }
   /** Fee rate in sat/vB for confirmation within `blocks`. */
   getFeeEstimation(blocks: number): Promise<number> {
-    return this.#post('/wallet/get_fee_estimation', { blocks });
+    return this.#post('/wallet/get_fee_estimation', Bare, { blocks });
   }
   /**
    * Unsigned PSBT (base64) paying `amount` sats to `address` from vanilla UTXOs only; sign it locally and pass it
@@ -223,11 +220,11 @@ export class WalletNodeClient {
    * const psbt = await node.sendBtcBegin({ address, amount: 50_000n, fee_rate: 2 });
    * const { txid } = await node.sendBtcEnd(signPsbt(psbt, mnemonic));
    */
-  sendBtcBegin(req: Omit<SendBtcBeginRequestT, 'amount'> & { amount: bigint | number }): Promise<string> {
-    return this.#post('/wallet/sendbtcbegin', req);
+  sendBtcBegin(req: SendBtcBeginRequestT): Promise<string> {
+    return this.#post('/wallet/sendbtcbegin', Bare, req);
   }
   sendBtcEnd(signedPsbt: string, opts: { skip_sync?: boolean } = {}): Promise<{ txid: string }> {
-    return this.#post('/wallet/sendbtcend', { signed_psbt: signedPsbt, ...opts });
+    return this.#post('/wallet/sendbtcend', C.SendBtcEndResponse, { signed_psbt: signedPsbt, ...opts });
   }
   /**
    * Makes an encrypted backup kept on the node for 24 h; fetch it with `downloadBackup`.
@@ -237,7 +234,7 @@ export class WalletNodeClient {
    * const file = await node.downloadBackup(backup_id);
    */
   backup(password: string): Promise<WalletBackupResponseT> {
-    return this.#post('/wallet/backup', { password });
+    return this.#post('/wallet/backup', C.WalletBackupResponse, { password });
   }
   /** The backup file's bytes (only this wallet may download it). */
   async downloadBackup(backupId: string): Promise<Uint8Array> {
@@ -256,11 +253,11 @@ export class WalletNodeClient {
     form.append('xpub_van', this.#headers['xpub-van']!);
     form.append('xpub_col', this.#headers['xpub-col']!);
     form.append('master_fingerprint', this.#headers['master-fingerprint']!);
-    return this.#postForm('/wallet/restore', form);
+    return this.#postForm('/wallet/restore', C.WalletRestoreResponse, form);
   }
   /** Begins never ended (createutxosbegin, sendbegin, sendbtcbegin): what each holds and when it is released. */
   listPendingBegins(): Promise<PendingBeginT[]> {
-    return this.#post('/wallet/listpendingbegins');
+    return this.#post('/wallet/listpendingbegins', ListOf('PendingBegin'));
   }
   /**
    * Releases what an unfinished begin holds, named by its PSBT (or `{ txid }`): its TXOs are spendable again, and
@@ -271,24 +268,38 @@ export class WalletNodeClient {
    * await node.abortBegin({ psbt }); // changed our mind: the funds are spendable again
    */
   abortBegin(begin: { psbt: string } | { txid: string }): Promise<AbortBeginResponseT> {
-    return this.#post('/wallet/abortbegin', begin);
+    return this.#post('/wallet/abortbegin', C.AbortBeginResponse, begin);
   }
   /** IFA issuance; the node's operator must enable it (`[wallet] issue_schemas`), else 403. */
-  issueAssetIfa(req: IssueAssetIfaRequestT): Promise<unknown> {
-    return this.#post('/wallet/issueassetifa', req);
+  issueAssetIfa(req: IssueAssetIfaRequestT): Promise<AssetIfa> {
+    return this.#post('/wallet/issueassetifa', C.AssetIfa, req);
+  }
+  /**
+   * CFA issuance (JSON body, no media); the node's operator must enable it (`[wallet] issue_schemas`), else 403.
+   *
+   * @example
+   * const cfa = await node.issueAssetCfa({ name: 'Collectible', amounts: [2n ** 64n - 1n] });
+   * cfa.issued_supply; // 18446744073709551615n, exact
+   */
+  issueAssetCfa(req: IssueAssetCfaRequestT): Promise<AssetCfa> {
+    return this.#post('/wallet/issueassetcfa', C.AssetCfa, req);
+  }
+  /** UDA issuance (JSON body, no media); the node's operator must enable it (`[wallet] issue_schemas`), else 403. */
+  issueAssetUda(req: IssueAssetUdaRequestT): Promise<AssetUda> {
+    return this.#post('/wallet/issueassetuda', C.AssetUda, req);
   }
   /** Returns the unsigned PSBT (base64). Amounts may be bigint. */
   sendBegin(req: SendBeginRequestT): Promise<string> {
-    return this.#post('/wallet/sendbegin', req);
+    return this.#post('/wallet/sendbegin', Bare, req);
   }
   sendEnd(signedPsbt: string): Promise<C.Static<typeof C.SendResult>> {
-    return this.#post('/wallet/sendend', { signed_psbt: signedPsbt });
+    return this.#post('/wallet/sendend', C.SendResult, { signed_psbt: signedPsbt });
   }
   refresh(): Promise<null> {
-    return this.#post('/wallet/refresh');
+    return this.#post('/wallet/refresh', Bare);
   }
   drop(): Promise<null> {
-    return this.#post('/wallet/drop');
+    return this.#post('/wallet/drop', Bare);
   }
   async version(): Promise<VersionInfoT> {
     const res = await fetch(`${this.baseUrl}/version`);
