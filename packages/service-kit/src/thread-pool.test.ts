@@ -97,10 +97,18 @@ function optionsOf() {
 
 describe('workerExecArgv', () => {
   const argv = ['--require', 'x.cjs', '--conditions', 'source', '--conditions', 'node', '-C', 'source'];
-  const all = [...argv, '--conditions=source', '-Csource', '--conditions=development'];
+  const all = [
+    ...argv,
+    '--conditions=source',
+    '-Csource',
+    '--input-type=module',
+    '--input-type',
+    'commonjs',
+    '--conditions=development',
+  ];
   const others = ['--require', 'x.cjs', '--conditions', 'node', '--conditions=development'];
 
-  it('a built (.js) module: drops the source export condition in every spelling, keeps every other flag', () => {
+  it('a built (.js) module: drops the source export condition and --input-type in every spelling, keeps every other flag', () => {
     expect(workerExecArgv(new URL('file:///a/dist/w.js'), all)).toEqual(others);
   });
 

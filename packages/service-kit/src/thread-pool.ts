@@ -143,16 +143,18 @@ function checkModule(module: URL): void {
  * under the test runner): the parent's flags with the `source` export condition, so workspace packages
  * resolve to their sources too, and the TypeScript loader. A `.js` module (built code): the parent's
  * flags without the `source` condition, so built code never resolves a workspace package to TypeScript.
+ * Either way without `--input-type`, which is about the parent's `-e` text and fails a worker started from
+ * a file (`node --input-type=module -e …` starting a pool).
  */
 export function workerExecArgv(module: URL, argv: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if ((a === '--conditions' || a === '-C') && argv[i + 1] === 'source') {
+    if (((a === '--conditions' || a === '-C') && argv[i + 1] === 'source') || a === '--input-type') {
       i++;
       continue;
     }
-    if (a === '--conditions=source' || a === '-Csource') continue;
+    if (a === '--conditions=source' || a === '-Csource' || a.startsWith('--input-type=')) continue;
     out.push(a);
   }
   return isSource(module) ? [...out, '--conditions', 'source', '--import', TS_LOADER.href] : out;
