@@ -1,8 +1,8 @@
 /**
- * RSA signing off the event loop: a small pool of worker threads (`sign-worker.ts`; `[webhooks] sign_threads`, 1 by
- * default) each holding the signing keys it was given (a `KeyObject` is cloned into the thread by
- * `postMessage`, never serialized to text). A delivery's signature (~2 ms for RSA-3072) then runs
- * in parallel with the database commits, TLS and HTTP work on the main thread. With 0 threads, or
+ * RSA signing off the event loop: a small pool of worker threads (`sign-worker.ts`; `[webhooks]
+ * sign_threads`, 1 by default) each holding the signing keys it was given (a `KeyObject` is cloned into
+ * the thread by `postMessage`, never serialized to text). A delivery's signature (~2 ms for RSA-3072) then
+ * runs in parallel with the database commits, TLS and HTTP work on the main thread. With 0 threads, or
  * if a worker fails, signing happens inline, as before. Errors carry no key material.
  */
 import { sign } from 'node:crypto';

@@ -3,9 +3,9 @@
  * hashing plus a secp256k1 public-key recovery: 2–3 ms of CPU per approval, which on the event loop
  * would serialise with everything else the service does (the allowance RPC's client work, database
  * commits, HTTP). A small pool of worker threads (`[swap] verify_threads`, 1 by default; 0 = inline)
- * runs `@rgbx/chains`' own verifiers (`verify-worker.ts`), so the result is exactly what an inline call gives: the same
- * canonical signature, the same `VerificationError` code, message, expected and received. If a worker
- * fails, its pending checks reject and a new worker replaces it.
+ * runs `@rgbx/chains`' own verifiers (`verify-worker.ts`), so the result is exactly what an inline call
+ * gives: the same canonical signature, the same `VerificationError` code, message, expected and received.
+ * If a worker fails, its pending checks reject and a new worker replaces it.
  */
 import {
   ChainInputError,
