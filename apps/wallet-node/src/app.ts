@@ -5,7 +5,7 @@ import type { WalletNodeConfig } from './config.ts';
 import { envelope } from './errors.ts';
 import { IdentityCache, MISSING_HEADERS_TEXT } from './identity.ts';
 import { installLosslessJson, normalizeBodyAliases } from './json.ts';
-import { WorkerPool } from './pool.ts';
+import { ChildPool } from './pool.ts';
 import { registerRoutes } from './routes/index.ts';
 import { WalletRegistry } from './wallets.ts';
 
@@ -14,7 +14,7 @@ export const APP_VERSION = '0.1.0';
 
 export interface WalletNode {
   app: ServiceApp;
-  pool: WorkerPool;
+  pool: ChildPool;
   registry: WalletRegistry;
   /** Starts the rgb-lib children and background timers (call before listening). */
   start(): Promise<void>;
@@ -93,7 +93,7 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
   }
   installLosslessJson(app, cfg.api.body_limit_bytes);
 
-  const pool = WorkerPool.forConfig(cfg.wallet);
+  const pool = ChildPool.forConfig(cfg.wallet);
   const registry = new WalletRegistry(cfg.wallet, pool, logger);
 
   // Headers before body, as the reference: a missing header is a 401 even when the body is bad. Callback hooks

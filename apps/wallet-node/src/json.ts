@@ -5,14 +5,18 @@
  * serializer so `bigint` values become exact JSON integers.
  */
 import { AliasConflictError, normalizeAliases, WALLET_NODE_REFS } from '@rgbx/contracts/wallet-node';
+import { toJson } from '@rgbx/rgb';
 import type { ServiceApp } from '@rgbx/service-kit';
-import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
+import { parse as losslessParse } from 'lossless-json';
 import { E } from './errors.ts';
 
 const U64_MAX = 2n ** 64n - 1n;
 
-/** Converts a validated U64 request value to bigint; rejects values above 2^64−1 with a clear message. */
-export function toU64(value: bigint | number | string, field: string): bigint {
+/**
+ * A validated U64 request field as bigint; above 2^64−1 it is the client's error (400, naming the field).
+ * (`@rgbx/rgb`'s `toU64` checks a binding argument and throws RangeError.)
+ */
+export function requestU64(value: bigint | number | string, field: string): bigint {
   const v = BigInt(value);
   if (v > U64_MAX) throw E.BAD_INPUT.create(`${field} must be at most ${U64_MAX}, got ${value}`);
   return v;
@@ -112,16 +116,16 @@ export function normalizeBodyAliases(req: SchemaRoute): void {
   const schema = jsonBodySchema(req.routeOptions.schema?.body);
   if (schema === undefined || req.body === null || typeof req.body !== 'object') return;
   try {
-    normalizeAliases(req.body, schema, WALLET_NODE_REFS, toJson);
+    normalizeAliases(req.body, schema, WALLET_NODE_REFS, replyJson);
   } catch (err) {
     if (err instanceof AliasConflictError) throw E.BAD_INPUT.create(err.message);
     throw err;
   }
 }
 
-/** JSON text with bigint values as exact integers. */
-export function toJson(value: unknown): string {
-  return losslessStringify(value ?? null) ?? 'null';
+/** A reply as JSON text, bigint values as exact integers (`@rgbx/rgb`'s `toJson`; nothing is `null`). */
+export function replyJson(value: unknown): string {
+  return toJson(value ?? null);
 }
 
 const CAMEL_KEY = /^[a-z][a-zA-Z0-9]*$/;

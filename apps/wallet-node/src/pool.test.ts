@@ -1,6 +1,6 @@
 import { RgbHost } from '@rgbx/rgb';
 import { describe, expect, it } from 'vitest';
-import { Slot, WorkerPool } from './pool.ts';
+import { ChildPool, Slot } from './pool.ts';
 
 describe('Slot', () => {
   // The host is never started: Slot.run only schedules the given functions.
@@ -82,7 +82,7 @@ describe('isolation bookkeeping (hosts never started: the scheduling logic only)
   });
 
   it('a pool grows while a slot is stuck past its budget, prefers idle children, and stops at maxSize', async () => {
-    const pool = new WorkerPool(1, { callTimeoutMs: 1000, budgetMs: 20, maxSize: 2 });
+    const pool = new ChildPool(1, { callTimeoutMs: 1000, budgetMs: 20, maxSize: 2 });
     const [first] = pool.slots;
     const g = gate();
     const long = first!.run('foreground', () => g.p, 'aaaa0001', true); // talks to RGB proxies: 20 ms budget
@@ -106,7 +106,7 @@ describe('isolation bookkeeping (hosts never started: the scheduling logic only)
   });
 
   it('other calls (an indexer sync is slow for every wallet alike) get a budget ten times longer', async () => {
-    const pool = new WorkerPool(1, { callTimeoutMs: 1000, budgetMs: 20 });
+    const pool = new ChildPool(1, { callTimeoutMs: 1000, budgetMs: 20 });
     const [first] = pool.slots;
     const g = gate();
     const long = first!.run('foreground', () => g.p, 'aaaa0001');

@@ -134,7 +134,7 @@ export function childPidDir(dataDir: string): string {
  * The rgb-lib process pool: `size` children, each owning a disjoint set of wallets. The HTTP process
  * never loads the addon. A new wallet goes to the child owning the fewest wallets.
  */
-export class WorkerPool {
+export class ChildPool {
   readonly slots: Slot[];
 
   /** `pidDir`: record each child there while it runs (see `RgbHostOptions.pidDir`). */
@@ -222,8 +222,8 @@ export class WorkerPool {
   }
 
   /** The pool of a wallet node: `workers` children, `call_timeout_secs`, recorded in {@link childPidDir}. */
-  static forConfig(wallet: WalletNodeConfig['wallet']): WorkerPool {
-    return new WorkerPool(wallet.workers, {
+  static forConfig(wallet: WalletNodeConfig['wallet']): ChildPool {
+    return new ChildPool(wallet.workers, {
       callTimeoutMs: wallet.call_timeout_secs * 1000,
       pidDir: childPidDir(wallet.data_dir),
       maxSize: wallet.max_workers ?? wallet.workers * 2,

@@ -12,7 +12,7 @@ import {
   TRANSPORT_TYPE_CODES,
 } from '@rgbx/contracts/wallet-node';
 import type { FastifyReply } from '@rgbx/service-kit';
-import { snakeKeys, toJson } from './json.ts';
+import { replyJson, snakeKeys } from './json.ts';
 
 export type RecordFormat = 'field' | 'rgb-lib';
 type Rec = Record<string, unknown>;
@@ -136,7 +136,7 @@ export function recordReply(map: (r: Rec) => Rec, rgbLib: (r: Rec) => Rec = (r) 
     const snake = snakeKeys(value);
     const one = (r: unknown) => (format === 'rgb-lib' ? rgbLib(r as Rec) : map(r as Rec));
     const out = Array.isArray(snake) ? snake.map(one) : one(snake);
-    return reply.type('application/json; charset=utf-8').send(toJson(out));
+    return reply.type('application/json; charset=utf-8').send(replyJson(out));
   };
 }
 

@@ -9,7 +9,7 @@ import type * as C from '@rgbx/contracts/wallet-node';
 import { type AssignmentInput, invoiceData, type RecipientMap, type RgbHost, RgbLibError } from '@rgbx/rgb';
 import { NETWORKS, type NetworkName } from './config.ts';
 import { E } from './errors.ts';
-import { toU64 } from './json.ts';
+import { requestU64 } from './json.ts';
 import type { WalletContext } from './wallets.ts';
 
 export interface SendForm {
@@ -30,15 +30,15 @@ export function recipientMapForm(b: MapForm, endpoints: string[]): SendForm {
   for (const [assetId, list] of Object.entries(map)) {
     recipients[assetId] = list.map((r, i) => ({
       recipientId: r.recipient_id,
-      assignment: { Fungible: toU64(r.amount, `recipient_map.${assetId}[${i}].amount`) },
+      assignment: { Fungible: requestU64(r.amount, `recipient_map.${assetId}[${i}].amount`) },
       transportEndpoints: r.transport_endpoints ?? endpoints,
       witnessData: r.witness_data
         ? {
-            amountSat: toU64(r.witness_data.amount_sat, 'witness_data.amount_sat'),
+            amountSat: requestU64(r.witness_data.amount_sat, 'witness_data.amount_sat'),
             blinding:
               r.witness_data.blinding == null
                 ? null
-                : toU64(r.witness_data.blinding, 'witness_data.blinding'),
+                : requestU64(r.witness_data.blinding, 'witness_data.blinding'),
           }
         : null,
     }));
@@ -114,7 +114,7 @@ export async function invoiceForm(
   }
   const assetId = decoded.assetId ?? bodyAsset;
   if (!assetId) throw E.INVALID_RECIPIENT.create('the invoice names no asset: `asset_id` is required');
-  const amount = b.amount == null ? undefined : toU64(b.amount, 'amount');
+  const amount = b.amount == null ? undefined : requestU64(b.amount, 'amount');
   const witness = b.witness_data ?? null;
   if (isWitnessRecipient(decoded.recipientId) && !witness) {
     throw E.INVALID_RECIPIENT.create(
@@ -131,8 +131,9 @@ export async function invoiceForm(
           transportEndpoints: decoded.transportEndpoints.length > 0 ? decoded.transportEndpoints : endpoints,
           witnessData: witness
             ? {
-                amountSat: toU64(witness.amount_sat, 'witness_data.amount_sat'),
-                blinding: witness.blinding == null ? null : toU64(witness.blinding, 'witness_data.blinding'),
+                amountSat: requestU64(witness.amount_sat, 'witness_data.amount_sat'),
+                blinding:
+                  witness.blinding == null ? null : requestU64(witness.blinding, 'witness_data.blinding'),
               }
             : null,
         },

@@ -13,7 +13,7 @@ import { NETWORKS, type WalletNodeConfig } from './config.ts';
 import { E } from './errors.ts';
 import type { WalletIdentity } from './identity.ts';
 import { InFlightIndex } from './in-flight.ts';
-import type { Priority, Slot, WorkerPool } from './pool.ts';
+import type { ChildPool, Priority, Slot } from './pool.ts';
 import { listAllTransfers } from './transfers.ts';
 
 type WitnessVersion = 'Taproot' | 'SegWitV0';
@@ -91,7 +91,7 @@ function readManifest(dir: string): Manifest | undefined {
  */
 export class WalletRegistry {
   readonly #cfg: WalletNodeConfig['wallet'];
-  readonly #pool: WorkerPool;
+  readonly #pool: ChildPool;
   readonly #log: Logger;
   readonly #contexts = new Map<string, WalletContext>();
   /**
@@ -113,7 +113,7 @@ export class WalletRegistry {
   /** Marked wallets the background refresh cannot open (manifest unreadable, other network): logged once. */
   readonly #unopenable = new Set<string>();
 
-  constructor(cfg: WalletNodeConfig['wallet'], pool: WorkerPool, log: Logger) {
+  constructor(cfg: WalletNodeConfig['wallet'], pool: ChildPool, log: Logger) {
     this.#cfg = cfg;
     this.#pool = pool;
     this.#log = log;

@@ -541,13 +541,14 @@ export class RgbWallet {
     transportEndpoints: string[],
     minConfirmations: number,
   ): Promise<ReceiveData> {
-    return this.#json(
+    return this.#receive(
       'rgblib_blind_receive',
+      'blindReceive',
       assetId,
-      toJson(assignmentValue(assignment)),
-      expiration(expirationTimestamp, 'blindReceive'),
-      toJson(transportEndpoints),
-      uintString(minConfirmations, 8, 'minConfirmations'),
+      assignment,
+      expirationTimestamp,
+      transportEndpoints,
+      minConfirmations,
     );
   }
 
@@ -559,11 +560,32 @@ export class RgbWallet {
     transportEndpoints: string[],
     minConfirmations: number,
   ): Promise<ReceiveData> {
-    return this.#json(
+    return this.#receive(
       'rgblib_witness_receive',
+      'witnessReceive',
+      assetId,
+      assignment,
+      expirationTimestamp,
+      transportEndpoints,
+      minConfirmations,
+    );
+  }
+
+  /** The two receive calls take the same arguments; only the rgb-lib function differs. */
+  #receive(
+    op: 'rgblib_blind_receive' | 'rgblib_witness_receive',
+    name: string,
+    assetId: string | null,
+    assignment: AssignmentInput,
+    expirationTimestamp: U64,
+    transportEndpoints: string[],
+    minConfirmations: number,
+  ): Promise<ReceiveData> {
+    return this.#json(
+      op,
       assetId,
       toJson(assignmentValue(assignment)),
-      expiration(expirationTimestamp, 'witnessReceive'),
+      expiration(expirationTimestamp, name),
       toJson(transportEndpoints),
       uintString(minConfirmations, 8, 'minConfirmations'),
     );

@@ -103,7 +103,7 @@ describe('loadTomlConfig', () => {
     );
   });
 
-  it('coerces nothing that was not a whole ${ENV} reference, and never rounds a large integer', () => {
+  it('coerces nothing that was not a whole env reference, and never rounds a large integer', () => {
     expect(fail(`${VALID}\n[api]\nport = "8080"\n`).message).toBe(
       'config: "api.port" must be integer in 1..65535, got string "8080"',
     );

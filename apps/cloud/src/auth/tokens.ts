@@ -12,8 +12,8 @@ import {
   sha256,
   type TokenScheme,
 } from '@rgbx/service-kit';
+import { bigintNumber } from '@rgbx/store';
 import type { CloudDb } from '../db/schema.ts';
-import { num } from '../db/schema.ts';
 
 /** `rgbxc_<16 hex>_<43 base64url>`; the stored digest is SHA-256 of the secret part. */
 const TOKEN_SCHEME: TokenScheme = { prefix: 'rgbxc_', idBytes: 8 };
@@ -82,7 +82,7 @@ export async function createToken(
   };
 }
 
-const iso = (v: number | string | null) => (v === null ? null : new Date(num(v)).toISOString());
+const iso = (v: number | string | null) => (v === null ? null : new Date(bigintNumber(v)).toISOString());
 
 export async function listTokens(db: CloudDb, account?: string): Promise<TokenInfo[]> {
   let q = db
@@ -144,7 +144,7 @@ export async function authenticate(
     row !== undefined;
   if (!ok || row.revoked_at !== null) return undefined;
   // Last use is recorded at most once a minute per token.
-  if (row.last_used_at === null || now - num(row.last_used_at) > 60_000) {
+  if (row.last_used_at === null || now - bigintNumber(row.last_used_at) > 60_000) {
     await db.updateTable('api_tokens').set({ last_used_at: now }).where('id', '=', id).execute();
   }
   return { accountId: row.account_id, tokenId: row.id };

@@ -1,6 +1,6 @@
 /**
  * Table types. Times are milliseconds since the epoch (`bigint` columns: PostgreSQL returns them as
- * strings, so reads go through `num()`).
+ * strings, so reads go through `@rgbx/store`'s `bigintNumber()`).
  */
 import type { Generated, Kysely } from 'kysely';
 
@@ -119,10 +119,3 @@ export interface CloudDatabase {
 }
 
 export type CloudDb = Kysely<CloudDatabase>;
-
-/** A bigint column value as a JS number (PostgreSQL's int8 arrives as a string). */
-export function num(v: number | string): number;
-export function num(v: number | string | null): number | null;
-export function num(v: number | string | null): number | null {
-  return v === null ? null : Number(v);
-}

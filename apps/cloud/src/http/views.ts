@@ -1,12 +1,12 @@
 /** Database rows → API views. */
 
 import type { NodeView } from '@rgbx/contracts/cloud';
+import { bigintNumber } from '@rgbx/store';
 import type { CloudDb } from '../db/schema.ts';
-import { num } from '../db/schema.ts';
 import type { NodeRow } from '../nodes/status.ts';
 import { eventCounts } from '../webhooks/outbox.ts';
 
-const iso = (v: number | string | null) => (v === null ? null : new Date(num(v)).toISOString());
+const iso = (v: number | string | null) => (v === null ? null : new Date(bigintNumber(v)).toISOString());
 
 export async function nodeView(db: CloudDb, n: NodeRow): Promise<NodeView> {
   const counts = await eventCounts(db, n.id);

@@ -14,8 +14,8 @@
  * ours, healthy) and only starts a node whose process is gone, so a node never runs twice.
  */
 import type { Logger } from '@rgbx/service-kit';
+import { bigintNumber } from '@rgbx/store';
 import type { CloudDb } from '../db/schema.ts';
-import { num } from '../db/schema.ts';
 import type { NodeDriver, NodeRuntime, NodeSpec } from './driver.ts';
 import type { NodeLocks } from './locks.ts';
 import { changeNode, type NodeRow, type StatusDeps } from './status.ts';
@@ -199,7 +199,7 @@ export class Supervisor {
           await changeNode(deps, nodeId, 'RUNNING', { last_error: null });
         } else if (p === 'gone') {
           await this.fail(n, 'the node process exited while starting');
-        } else if (now - num(n.started_at ?? now) > this.o.startTimeoutMs) {
+        } else if (now - bigintNumber(n.started_at ?? now) > this.o.startTimeoutMs) {
           await this.fail(n, `not healthy within ${this.o.startTimeoutMs} ms`);
         }
         return;
@@ -220,7 +220,7 @@ export class Supervisor {
         return;
       }
       case 'FAILED': {
-        if (n.next_restart_at === null || now < num(n.next_restart_at)) return;
+        if (n.next_restart_at === null || now < bigintNumber(n.next_restart_at)) return;
         await this.o.driver.stop(spec, runtime, this.o.stopGraceMs);
         const r = await changeNode(
           deps,
@@ -260,7 +260,7 @@ export class Supervisor {
   private async fail(n: NodeRow, reason: string): Promise<void> {
     const now = Date.now();
     await this.o.driver.stop(specOf(n), runtimeOf(n), this.o.stopGraceMs);
-    const windowStart = n.restart_window_start === null ? null : num(n.restart_window_start);
+    const windowStart = n.restart_window_start === null ? null : bigintNumber(n.restart_window_start);
     const fresh = windowStart === null || now - windowStart > this.o.restartWindowMs;
     const count = fresh ? 0 : n.restart_count;
     const backoff = this.o.restartBackoffMs;

@@ -8,9 +8,9 @@
  * threads (sign-pool.ts).
  */
 import type { Logger } from '@rgbx/service-kit';
+import { bigintNumber } from '@rgbx/store';
 import { PostgresAdapter, sql, type Updateable } from 'kysely';
 import type { AttemptOutcome, CloudDb, WebhookAttemptsTable, WebhookEventsTable } from '../db/schema.ts';
-import { num } from '../db/schema.ts';
 import { DeliveryTimeoutError, type PostResult, WebhookHttpClient } from './http-post.ts';
 import type { Signer, SignerCache } from './keys.ts';
 import { pruneDelivered } from './outbox.ts';
@@ -259,7 +259,7 @@ export class Dispatcher {
       .returning(['seq', 'event_id', 'node_id', 'url', 'body', 'event_type', 'attempts', 'first_attempt_at'])
       .execute();
     if (rows.length === 0) return [];
-    rows.sort((a, b) => num(a.seq) - num(b.seq));
+    rows.sort((a, b) => bigintNumber(a.seq) - bigintNumber(b.seq));
     // An attempt still "in flight" here belonged to a process that died mid-delivery (only an
     // event attempted before can have one).
     const again = rows.filter((r) => r.attempts > 1).map((r) => r.seq);
@@ -292,9 +292,9 @@ export class Dispatcher {
       )
       .returning(['id', 'event_seq'])
       .execute();
-    const idOf = new Map(ids.map((a) => [num(a.event_seq), a.id]));
+    const idOf = new Map(ids.map((a) => [bigintNumber(a.event_seq), a.id]));
     return rows.map((e) => {
-      const seq = num(e.seq);
+      const seq = bigintNumber(e.seq);
       const attemptId = idOf.get(seq);
       if (attemptId === undefined) throw new Error(`webhook event ${seq}: attempt not logged`);
       return {
@@ -305,7 +305,7 @@ export class Dispatcher {
         body: e.body,
         eventType: e.event_type,
         attempt: e.attempts,
-        firstAttemptAt: num(e.first_attempt_at ?? now),
+        firstAttemptAt: bigintNumber(e.first_attempt_at ?? now),
         attemptId,
         signer,
       };

@@ -8,10 +8,9 @@
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import { type Dialect, isUniqueViolation } from '@rgbx/store';
+import { bigintNumber, type Dialect, isUniqueViolation } from '@rgbx/store';
 import { sql } from 'kysely';
 import type { CloudDb, KeyStatus } from '../db/schema.ts';
-import { num } from '../db/schema.ts';
 import { KeyVaultError, SigningKeyVault } from './key-vault.ts';
 
 const generate = promisify(generateKeyPair);
@@ -235,8 +234,8 @@ export async function publishedKeys(db: CloudDb): Promise<PublishedKey[]> {
     keyId: r.kid,
     status: r.status as PublishedKey['status'],
     pem: r.public_pem,
-    createdAt: new Date(num(r.created_at)).toISOString(),
-    activatedAt: r.activated_at === null ? null : new Date(num(r.activated_at)).toISOString(),
+    createdAt: new Date(bigintNumber(r.created_at)).toISOString(),
+    activatedAt: r.activated_at === null ? null : new Date(bigintNumber(r.activated_at)).toISOString(),
   }));
   return [...keys.filter((k) => k.status === 'current'), ...keys.filter((k) => k.status !== 'current')];
 }
@@ -250,9 +249,9 @@ export async function listKeys(db: CloudDb) {
   return rows.map((r) => ({
     keyId: r.kid,
     status: r.status,
-    createdAt: new Date(num(r.created_at)).toISOString(),
-    activatedAt: r.activated_at === null ? null : new Date(num(r.activated_at)).toISOString(),
-    retiredAt: r.retired_at === null ? null : new Date(num(r.retired_at)).toISOString(),
+    createdAt: new Date(bigintNumber(r.created_at)).toISOString(),
+    activatedAt: r.activated_at === null ? null : new Date(bigintNumber(r.activated_at)).toISOString(),
+    retiredAt: r.retired_at === null ? null : new Date(bigintNumber(r.retired_at)).toISOString(),
   }));
 }
 

@@ -5,9 +5,9 @@
  * attempt sends and signs.
  */
 import { randomUUID } from 'node:crypto';
+import { bigintNumber } from '@rgbx/store';
 import type { Transaction } from 'kysely';
 import type { CloudDatabase, CloudDb, NodeStatus } from '../db/schema.ts';
-import { num } from '../db/schema.ts';
 
 export const NODE_STATUS_UPDATED = 'NODE_STATUS_UPDATED';
 
@@ -92,7 +92,7 @@ export interface EventView {
   attemptLog?: AttemptView[];
 }
 
-const iso = (v: number | string | null) => (v === null ? null : new Date(num(v)).toISOString());
+const iso = (v: number | string | null) => (v === null ? null : new Date(bigintNumber(v)).toISOString());
 
 type EventRow = Awaited<ReturnType<typeof selectEvents>>[number];
 
@@ -108,7 +108,7 @@ function selectEvents(db: CloudDb, nodeId: string) {
 function toView(r: EventRow): EventView {
   return {
     eventId: r.event_id,
-    sequence: num(r.seq),
+    sequence: bigintNumber(r.seq),
     eventType: r.event_type,
     status: r.node_status,
     url: r.url,
@@ -134,7 +134,7 @@ async function attemptsOf(db: CloudDb, seqs: (number | string)[]): Promise<Map<n
     .orderBy('attempt')
     .execute();
   for (const a of rows) {
-    const k = num(a.event_seq);
+    const k = bigintNumber(a.event_seq);
     const list = out.get(k) ?? [];
     list.push({
       attempt: a.attempt,
@@ -164,7 +164,7 @@ export async function listNodeEvents(db: CloudDb, nodeId: string, limit: number)
     db,
     rows.map((r) => r.seq),
   );
-  return rows.map((r) => ({ ...toView(r), attemptLog: attempts.get(num(r.seq)) ?? [] }));
+  return rows.map((r) => ({ ...toView(r), attemptLog: attempts.get(bigintNumber(r.seq)) ?? [] }));
 }
 
 export async function getNodeEvent(
@@ -180,7 +180,7 @@ export async function getNodeEvent(
     .executeTakeFirst();
   if (!r) return undefined;
   const attempts = await attemptsOf(db, [r.seq]);
-  return { ...toView(r), attemptLog: attempts.get(num(r.seq)) ?? [] };
+  return { ...toView(r), attemptLog: attempts.get(bigintNumber(r.seq)) ?? [] };
 }
 
 /**

@@ -30,7 +30,7 @@ import {
   writeReservations,
 } from '../btc-send.ts';
 import { E } from '../errors.ts';
-import { toU64 } from '../json.ts';
+import { requestU64 } from '../json.ts';
 import { jsonString, type RouteDeps, routeKit } from './kit.ts';
 
 /**
@@ -119,7 +119,7 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
     async (ctx, w, b) => {
       const feeRate = BigInt(b.fee_rate);
       const skipSync = b.skip_sync ?? false;
-      const amount = toU64(b.amount, 'amount');
+      const amount = requestU64(b.amount, 'amount');
       const script = recipientScript(b.address, network);
       const dust = dustThreshold(script);
       if (amount < dust)

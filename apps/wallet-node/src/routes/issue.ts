@@ -13,7 +13,7 @@ import { RgbLibError } from '@rgbx/rgb';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { ServiceError, Type } from '@rgbx/service-kit';
 import { E } from '../errors.ts';
-import { toU64 } from '../json.ts';
+import { requestU64 } from '../json.ts';
 import {
   field,
   fileField,
@@ -54,7 +54,7 @@ export function issueError(err: unknown): unknown {
 }
 
 const u64s = (list: ReadonlyArray<bigint | number | string>, name: string) =>
-  list.map((a, i) => toU64(a, `${name}[${i}]`));
+  list.map((a, i) => requestU64(a, `${name}[${i}]`));
 
 export function registerIssueRoutes(app: ServiceApp, deps: RouteDeps): void {
   const { cfg } = deps;

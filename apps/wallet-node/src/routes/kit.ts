@@ -14,7 +14,7 @@ import {
   MISSING_HEADERS_TEXT,
   type WalletIdentity,
 } from '../identity.ts';
-import { snakeKeys, toJson } from '../json.ts';
+import { replyJson, snakeKeys } from '../json.ts';
 import type { WalletContext, WalletRegistry } from '../wallets.ts';
 
 declare module 'fastify' {
@@ -90,12 +90,12 @@ export function mapRgbError(err: unknown): unknown {
 
 /** JSON reply of an rgb-lib value: snake_case keys, u64 exact (bigint → JSON integer). */
 export function send(reply: FastifyReply, value: unknown): FastifyReply {
-  return reply.type('application/json; charset=utf-8').send(toJson(snakeKeys(value)));
+  return reply.type('application/json; charset=utf-8').send(replyJson(snakeKeys(value)));
 }
 
 /** JSON reply of a bare value (a PSBT string, a count, a boolean), as the spec's bare responses. */
 export function jsonString(reply: FastifyReply, value: unknown): FastifyReply {
-  return reply.type('application/json; charset=utf-8').send(toJson(value));
+  return reply.type('application/json; charset=utf-8').send(replyJson(value));
 }
 
 export interface RouteDeps {

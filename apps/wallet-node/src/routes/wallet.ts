@@ -4,7 +4,7 @@ import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
 import { forgetSignedBegin, psbtTxid, recordBegin } from '../begins.ts';
 import { suggestedFeeRate } from '../fees.ts';
-import { toU64 } from '../json.ts';
+import { requestU64 } from '../json.ts';
 import {
   fieldInvoiceData,
   fieldTransaction,
@@ -183,14 +183,14 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
         b.ticker,
         b.name,
         b.precision ?? 0,
-        b.amounts.map((a, i) => toU64(a, `amounts[${i}]`)),
+        b.amounts.map((a, i) => requestU64(a, `amounts[${i}]`)),
       ),
   );
 
   const receive =
     (kind: 'blind' | 'witness') =>
     async (_ctx: WalletContext, w: RgbWallet, b: C.Static<typeof C.BlindReceiveRequest>) => {
-      const amount = b.amount === undefined || b.amount === null ? 0n : toU64(b.amount, 'amount');
+      const amount = b.amount === undefined || b.amount === null ? 0n : requestU64(b.amount, 'amount');
       // amount 0 or absent means "any amount", as in the reference.
       const assignment: AssignmentInput = amount === 0n ? 'Any' : { Fungible: amount };
       const duration = b.duration_seconds ?? 3600;
