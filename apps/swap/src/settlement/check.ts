@@ -78,3 +78,21 @@ export function requireAfter(check: LegCheck, blockHeight: bigint | null): void 
       },
     );
 }
+
+/**
+ * The amount rule of a payment leg: at least `required` (a fulfilment's `min_dest_amount`) or exactly
+ * it (a deposit, a refund). Refuses with `amount` and both values in `details`.
+ */
+export function requireAmount(
+  paid: bigint,
+  required: bigint,
+  rule: 'at_least' | 'exactly',
+  unit: string,
+): void {
+  if (rule === 'at_least' ? paid >= required : paid === required) return;
+  refuse(
+    'amount',
+    `the transaction moves ${paid}${unit}, ${rule === 'at_least' ? 'at least' : 'exactly'} ${required}${unit} expected`,
+    { paid: paid.toString(), required: required.toString() },
+  );
+}

@@ -21,6 +21,7 @@ import {
   type LegCheck,
   refuse,
   requireAfter,
+  requireAmount,
   requireConfirmations,
   type VerifiedLeg,
 } from '../../settlement/check.ts';
@@ -118,11 +119,7 @@ export async function verifyBitcoinLeg(gateway: ChainGateway, check: LegCheck): 
         'the payment does not commit to this intent: one output must be OP_RETURN SHA-256("rgbx:fulfil:<intent id>")',
         { expectedScript: commitment },
       );
-    if (paid < intent.minDestAmountLots)
-      refuse('amount', `the transaction pays ${paid} sat, at least ${intent.minDestAmountLots} expected`, {
-        paid: paid.toString(),
-        required: intent.minDestAmountLots.toString(),
-      });
+    requireAmount(paid, intent.minDestAmountLots, 'at_least', ' sat');
     return {
       ...where(loaded),
       index,

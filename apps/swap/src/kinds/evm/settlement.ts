@@ -20,6 +20,7 @@ import {
   type LegCheck,
   refuse,
   requireAfter,
+  requireAmount,
   requireConfirmations,
   type VerifiedLeg,
 } from '../../settlement/check.ts';
@@ -108,11 +109,7 @@ export async function verifyEvmLeg(
       if (tx.to !== to) refuse('recipient', `the transaction pays ${tx.to}, not ${intent.userDestAddress}`);
       if (tx.from !== from)
         refuse('sender', `the transaction is sent by ${tx.from}, not the resolver ${resolver}`);
-      if (tx.value < intent.minDestAmountLots)
-        refuse('amount', `the transaction pays ${tx.value}, at least ${intent.minDestAmountLots} expected`, {
-          paid: tx.value.toString(),
-          required: intent.minDestAmountLots.toString(),
-        });
+      requireAmount(tx.value, intent.minDestAmountLots, 'at_least', '');
       return {
         ...at,
         index: -1,
@@ -133,11 +130,7 @@ export async function verifyEvmLeg(
     if (fromResolver.length === 0)
       refuse('sender', `the transfer to the user is not sent by the resolver ${resolver}`);
     const paid = fromResolver.reduce((s, l) => s + BigInt(l.data), 0n);
-    if (paid < intent.minDestAmountLots)
-      refuse('amount', `the transaction transfers ${paid}, at least ${intent.minDestAmountLots} expected`, {
-        paid: paid.toString(),
-        required: intent.minDestAmountLots.toString(),
-      });
+    requireAmount(paid, intent.minDestAmountLots, 'at_least', '');
     return {
       ...at,
       index: fromResolver[0]!.logIndex,

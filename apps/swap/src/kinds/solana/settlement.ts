@@ -19,6 +19,7 @@ import {
   type LegCheck,
   refuse,
   requireAfter,
+  requireAmount,
   requireConfirmations,
   type VerifiedLeg,
 } from '../../settlement/check.ts';
@@ -90,11 +91,7 @@ export async function verifySolanaLeg(gateway: ChainGateway, check: LegCheck): P
     if (counted.length === 0)
       refuse('sender', `the transfer to the refund address is not sent by ${[...senders].join(' or ')}`);
     const paid = counted.reduce((sum, x) => sum + x.lamports, 0n);
-    if (paid !== deposited)
-      refuse('amount', `the transaction returns ${paid} lamports, the deposit was exactly ${deposited}`, {
-        paid: paid.toString(),
-        required: deposited.toString(),
-      });
+    requireAmount(paid, deposited, 'exactly', ' lamports');
     return {
       ...at,
       index: counted[0]!.index,
@@ -115,11 +112,7 @@ export async function verifySolanaLeg(gateway: ChainGateway, check: LegCheck): P
   if (counted.length === 0)
     refuse('sender', `the transfer to the user is not sent by the resolver ${sender}`);
   const paid = counted.reduce((sum, x) => sum + x.lamports, 0n);
-  if (paid < intent.minDestAmountLots)
-    refuse('amount', `the transaction pays ${paid} lamports, at least ${intent.minDestAmountLots} expected`, {
-      paid: paid.toString(),
-      required: intent.minDestAmountLots.toString(),
-    });
+  requireAmount(paid, intent.minDestAmountLots, 'at_least', ' lamports');
   return {
     ...at,
     index: counted[0]!.index,
