@@ -39,12 +39,15 @@ export const MechanismB = Type.Union(
   [Type.Literal('permit2'), Type.Literal('htlc'), Type.Literal('rgblock'), Type.Literal('cosign')],
   { description: 'The set of values may change; clients must check it' },
 );
+/** The network kinds the swap serves: the one list (the service's config and kinds registry derive from it). */
 export const NetworkType = Type.Union([
   Type.Literal('EVM'),
   Type.Literal('TRON'),
   Type.Literal('BITCOIN'),
   Type.Literal('SOLANA'),
 ]);
+export type NetworkTypeName = Static<typeof NetworkType>;
+export const NETWORK_TYPES: readonly NetworkTypeName[] = NetworkType.anyOf.map((l) => l.const);
 export const Limit = Type.Integer({
   minimum: 1,
   maximum: PAGE.maxLimit,
