@@ -55,6 +55,14 @@ async function post(path: string, body: string, contentType: string) {
 }
 
 describe('bodies the node refuses say why', () => {
+  it("an integer out of a bounded field's range names the range (also beyond 2^53, read as digits)", async () => {
+    for (const big of ['1000001', '100000000000000000000000000000']) {
+      const r = await post('/wallet/createutxosbegin', `{"fee_rate":${big}}`, 'application/json');
+      expect([r.status, r.body.error.code]).toEqual([422, 1001]);
+      expect(r.body.error.details.body).toMatch(/\/fee_rate must be (<= 1000000|integer in 1\.\.1000000)$/);
+    }
+  });
+
   it('refuses fee_rate and feeRate with different values, naming both', async () => {
     const r = await post('/wallet/createutxosbegin', '{"fee_rate":2,"feeRate":5}', 'application/json');
     expect([r.status, r.body.error.code]).toEqual([422, 1001]);

@@ -271,7 +271,7 @@ function range(kind: string, s: Schema): string {
 }
 
 /** How an expected schema is described in messages ("must be integer in 1..65535"). */
-function describeSchema(s: Schema): string {
+export function describeSchema(s: Schema): string {
   if ('const' in s) return JSON.stringify(s.const);
   if (Array.isArray(s.enum)) return `one of ${s.enum.map((v) => JSON.stringify(v)).join(', ')}`;
   const alts = s.anyOf ?? s.oneOf;

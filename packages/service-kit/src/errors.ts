@@ -3,7 +3,9 @@
  * `defineErrors`, the envelope factory contract, and `classifyError`, which turns anything thrown
  * inside a request (our errors, Fastify/Ajv errors, plugin errors, plain bugs) into one `ErrorInfo`.
  */
+
 import { type Static, Type } from 'typebox';
+import { describeSchema } from './config.ts';
 
 export interface ServiceErrorOptions {
   details?: unknown;
@@ -218,11 +220,25 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null;
 }
 
+/**
+ * Ajv's message, with the bounds of a bounded number where Ajv names only the type: an integer too large
+ * for a JSON number arrives as digits and reads "must be integer"; it says "must be integer >= 0 and
+ * <= 4294967295" instead (the schema comes with the error: the kit's Ajv runs `verbose`).
+ */
+function issueMessage(v: Record<string, unknown>): string {
+  const message = typeof v.message === 'string' ? v.message : 'is invalid';
+  const schema = v.parentSchema;
+  if (v.keyword !== 'type' || !isRecord(schema)) return message;
+  if (schema.type !== 'integer' && schema.type !== 'number') return message;
+  const bounded = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'].some((k) => k in schema);
+  return bounded ? `must be ${describeSchema(schema as never)}` : message;
+}
+
 function toValidationInfo(err: Record<string, unknown>): ValidationInfo {
   const raw = Array.isArray(err.validation) ? (err.validation as unknown[]) : [];
   const issues: ValidationIssue[] = raw.filter(isRecord).map((v) => ({
     path: typeof v.instancePath === 'string' ? v.instancePath : '',
-    message: typeof v.message === 'string' ? v.message : 'is invalid',
+    message: issueMessage(v),
     keyword: typeof v.keyword === 'string' ? v.keyword : 'unknown',
     ...(isRecord(v.params) ? { params: v.params } : {}),
   }));

@@ -270,6 +270,8 @@ export function createServer(opts: CreateServerOptions): ServiceApp {
     ajv: {
       plugins: [ajvFormats as never],
       customOptions: {
+        // Errors carry their schema, so a type error on a bounded number can name the bounds.
+        verbose: true,
         ...(opts.strictTypes ? { coerceTypes: false, useDefaults: true, removeAdditional: false } : {}),
         ...(opts.schemaKeywords ? { keywords: [...opts.schemaKeywords] } : {}),
       },
