@@ -1,6 +1,5 @@
-import { Agent, type ClientRequest, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { type BitcoindRpc, BitcoindRpcError, BitcoindUnavailableError } from '@rgbx/chains/btc';
+import { HttpClient } from '@rgbx/service-kit/http-client';
 import type { Logger } from './server.ts';
 import { parseZmqAddress, ZmqSubscriber } from './zmq.ts';
 
@@ -47,9 +46,11 @@ const ZMQ_TOPICS: ReadonlyArray<[type: string, topic: string]> = [
  */
 export class BitcoindFollower {
   readonly #o: FollowerOptions;
-  readonly #agent: Agent;
+  /** The kit's HTTP client with one socket of its own, kept alive between long-polls. */
+  readonly #http = new HttpClient({ maxSockets: 1, maxFreeSockets: 1 });
   readonly #auth: string;
-  #req: ClientRequest | null = null;
+  /** Aborts the open long-poll (stop()). */
+  #pending: AbortController | null = null;
   #zmq: ZmqSubscriber | null = null;
   #zmqTimer: NodeJS.Timeout | null = null;
   #sleep: { timer: NodeJS.Timeout; wake: () => void } | null = null;
@@ -61,11 +62,6 @@ export class BitcoindFollower {
 
   constructor(opts: FollowerOptions) {
     this.#o = opts;
-    const https = opts.url.startsWith('https:');
-    // One socket, kept alive between long-polls: no connection set-up per wait.
-    this.#agent = https
-      ? new HttpsAgent({ keepAlive: true, maxSockets: 1 })
-      : new Agent({ keepAlive: true, maxSockets: 1 });
     this.#auth = `Basic ${Buffer.from(`${opts.user}:${opts.password}`).toString('base64')}`;
   }
 
@@ -87,7 +83,7 @@ export class BitcoindFollower {
 
   /** True while a long-poll request is open (for tests). */
   get waiting(): boolean {
-    return this.#req !== null;
+    return this.#pending !== null;
   }
 
   start(): void {
@@ -99,14 +95,14 @@ export class BitcoindFollower {
   /** Aborts at once; a sync already running finishes on its own (its result is then ignored). */
   stop(): void {
     this.#stopped = true;
-    this.#req?.destroy();
-    this.#req = null;
+    this.#pending?.abort(new Error('stopped'));
+    this.#pending = null;
     this.#sleep?.wake();
     if (this.#zmqTimer) clearTimeout(this.#zmqTimer);
     if (this.#mempoolTimer) clearTimeout(this.#mempoolTimer);
     this.#zmq?.close();
     this.#zmqReady = false;
-    this.#agent.destroy();
+    this.#http.close();
   }
 
   async #run(): Promise<void> {
@@ -165,53 +161,40 @@ export class BitcoindFollower {
   }
 
   /** One JSON-RPC call on the dedicated connection; aborted by stop(). */
-  #call(method: string, params: unknown[]): Promise<unknown> {
-    const body = JSON.stringify({ jsonrpc: '1.0', id: 1, method, params });
-    const req = (this.#o.url.startsWith('https:') ? httpsRequest : httpRequest)(this.#o.url, {
-      method: 'POST',
-      agent: this.#agent,
-      headers: {
-        authorization: this.#auth,
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(body),
-      },
-    });
-    this.#req = req;
-    return new Promise<unknown>((resolve, reject) => {
-      // Longer than the wait itself: only a dead connection trips it.
-      req.setTimeout(this.#o.waitMs + 30_000, () => req.destroy(new Error('long-poll timed out')));
-      req.on('error', (err) => reject(new BitcoindUnavailableError(method, err, this.#o.url)));
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', (err) => reject(new BitcoindUnavailableError(method, err, this.#o.url)));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode === 401 || res.statusCode === 403 || !text.startsWith('{')) {
-            reject(
-              new BitcoindUnavailableError(
-                method,
-                new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`),
-              ),
-            );
-            return;
-          }
-          try {
-            const reply = JSON.parse(text) as {
-              result: unknown;
-              error: { code: number; message: string } | null;
-            };
-            if (reply.error) reject(new BitcoindRpcError(method, reply.error.code, reply.error.message));
-            else resolve(reply.result);
-          } catch (err) {
-            reject(new BitcoindUnavailableError(method, err, this.#o.url));
-          }
+  async #call(method: string, params: unknown[]): Promise<unknown> {
+    const pending = new AbortController();
+    this.#pending = pending;
+    try {
+      let status: number;
+      let text: string;
+      try {
+        const reply = await this.#http.request(this.#o.url, {
+          headers: { authorization: this.#auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '1.0', id: 1, method, params }),
+          // Longer than the wait itself: only a dead connection trips it.
+          timeoutMs: this.#o.waitMs + 30_000,
+          maxReplyBytes: 1 << 20,
+          retryStaleSocket: true,
+          signal: pending.signal,
         });
-      });
-      req.end(body);
-    }).finally(() => {
-      if (this.#req === req) this.#req = null;
-    });
+        status = reply.status;
+        text = reply.body.toString('utf8');
+      } catch (err) {
+        throw new BitcoindUnavailableError(method, err, this.#o.url);
+      }
+      if (status === 401 || status === 403 || !text.startsWith('{'))
+        throw new BitcoindUnavailableError(method, new Error(`HTTP ${status}: ${text.slice(0, 200)}`));
+      let reply: { result: unknown; error: { code: number; message: string } | null };
+      try {
+        reply = JSON.parse(text) as typeof reply;
+      } catch (err) {
+        throw new BitcoindUnavailableError(method, err, this.#o.url);
+      }
+      if (reply.error) throw new BitcoindRpcError(method, reply.error.code, reply.error.message);
+      return reply.result;
+    } finally {
+      if (this.#pending === pending) this.#pending = null;
+    }
   }
 
   /** Finds bitcoind's ZMQ feed and subscribes; retried every second while it is lost. */
