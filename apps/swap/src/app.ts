@@ -10,10 +10,12 @@ import { createVerifier, type SignatureVerifier } from './chains/verify-pool.ts'
 import type { SwapConfig } from './config.ts';
 import type { SwapContext } from './context.ts';
 import { Catalog } from './domain/catalog.ts';
+import type { EventFeed } from './domain/event-feed.ts';
 import { transitionTableMarkdown } from './domain/lifecycle.ts';
 import { PreimageVault } from './domain/preimage-vault.ts';
 import { buildResolvers, type Resolver } from './domain/resolvers.ts';
 import { ErrorEnvelopeSchema, errorTable, swapEnvelope } from './errors.ts';
+import { registerEventFeeds } from './http/events.ts';
 import { createHealthCheck, type HealthCheck } from './http/health.ts';
 import { registerResolverApi } from './http/resolver-api.ts';
 import { registerSurfaces } from './http/routes.ts';
@@ -40,6 +42,8 @@ export interface SwapApp {
   app: ServiceApp;
   ctx: SwapContext;
   health: HealthCheck;
+  /** The SSE event feeds' poller and streams. */
+  events: EventFeed;
 }
 
 function description(): string {
@@ -49,6 +53,7 @@ function description(): string {
   return [
     'Intent-based swap service. Surface A: root paths, camelCase. Surface B: `/affiliate/v1`, snake_case (Hotpot affiliate API).',
     'Resolver API: `/resolver/v1`. Every route needs `X-API-Key`.',
+    'Event feeds (Server-Sent Events): `GET /events`, `GET /affiliate/v1/events`, `GET /resolver/v1/events`.',
     '',
     'Errors: `{code, type, message, details?}`.',
     '',
@@ -102,10 +107,11 @@ export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
   const health = createHealthCheck(ctx);
   registerSurfaces(app, ctx, health);
   registerResolverApi(app, ctx);
+  const events = registerEventFeeds(app, ctx);
   app.addHook('onClose', async () => {
     health.markStopping();
     ctx.gateway.close();
     await ctx.verifier.close();
   });
-  return { app, ctx, health };
+  return { app, ctx, health, events };
 }

@@ -18,6 +18,7 @@ const LogLevel = Type.Union(
 const Hex64 = Type.String({ pattern: '^[0-9a-fA-F]{64}$' });
 
 export { NETWORK_TYPES };
+// biome-ignore lint/suspicious/noRedeclare: the schema (a value) and its static type share the name, as TypeBox types do
 export type NetworkType = NetworkTypeName;
 
 const NetworkSchema = Type.Object({
@@ -127,6 +128,17 @@ export const ConfigSchema = Type.Object({
       max_affiliate_fee_bps: Type.Integer({ minimum: 0, maximum: 5000, default: 300 }),
       resolver_timeout_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 2000 }),
       scheduler_interval_ms: Type.Integer({ minimum: 50, maximum: 3_600_000, default: 5000 }),
+      /** Event feeds: how often each instance reads new `intent_events` rows (ms). */
+      event_poll_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 500 }),
+      /** Event feeds: seconds between heartbeat comments on an idle stream. */
+      event_heartbeat_secs: Type.Integer({ minimum: 1, maximum: 3600, default: 15 }),
+      /**
+       * Event feeds: how far back a `Last-Event-ID` may resume (older: `event: reset`). The events
+       * themselves are the audit trail and are never deleted.
+       */
+      event_retention_secs: Type.Integer({ minimum: 60, maximum: 10 * 365 * 86_400, default: 7 * 86_400 }),
+      /** Event feeds: streams open at once per API key or resolver key. */
+      event_max_streams_per_key: Type.Integer({ minimum: 1, maximum: 1000, default: 4 }),
       /** Worker threads for Permit2 signature checks (secp256k1 recovery off the event loop); 0 = inline. */
       verify_threads: Type.Integer({ minimum: 0, maximum: 16, default: 1 }),
       /**

@@ -236,6 +236,12 @@ const TABLE = {
     message: (name: string) => `Affiliate ${name} is not configured for this API key`,
     description: 'A quote named an affiliate fee for an affiliate this key has not created.',
   },
+  TOO_MANY_STREAMS: {
+    code: 40,
+    status: 429,
+    message: (max: number) => `At most ${max} event streams per key are open at once; close one first`,
+    description: 'An event feed (`/events`) opened beyond `swap.event_max_streams_per_key` for one key.',
+  },
   UPSTREAM_UNAVAILABLE: {
     code: 30,
     status: 503,

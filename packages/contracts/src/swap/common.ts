@@ -34,6 +34,30 @@ export const STATUSES = [
   'Refunded',
 ] as const;
 export const Status = literalUnion(STATUSES, { description: 'Intent status (see the README status table)' });
+/** What moved an intent (the lifecycle table's triggers), as the event feeds name it. */
+export const TRIGGERS = [
+  'create',
+  'approve',
+  'accept',
+  'decline',
+  'deposit',
+  'fulfil',
+  'claim',
+  'expire',
+  'request_refund',
+  'refund',
+] as const;
+export const Trigger = literalUnion(TRIGGERS, { description: 'What moved the intent' });
+/**
+ * The `event: reset` of an event feed: the `Last-Event-ID` a client resumed from is older than the
+ * retention (`expired`) or names no event of this database (`unknown`). The stream goes on from now;
+ * the client re-reads the state of its intents (the list routes) instead of replaying what it missed.
+ */
+export const EventsReset = Type.Object({
+  reason: Type.Union([Type.Literal('expired'), Type.Literal('unknown')]),
+  message: Type.String(),
+});
+export type EventsReset = Static<typeof EventsReset>;
 export const MechanismA = Type.Union([Type.Literal('permit2'), Type.Literal('htlc'), Type.Literal('cosign')]);
 export const MechanismB = Type.Union(
   [Type.Literal('permit2'), Type.Literal('htlc'), Type.Literal('rgblock'), Type.Literal('cosign')],

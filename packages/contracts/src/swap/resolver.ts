@@ -1,6 +1,6 @@
 /** The resolver-facing API of the swap service, `/resolver/v1` (snake_case, like Surface B). */
 import { type Static, Type } from 'typebox';
-import { JsonObject, Limit, MechanismB, Offset, Pagination, Status, Uuid } from './common.ts';
+import { JsonObject, Limit, MechanismB, Offset, Pagination, Status, Trigger, Uuid } from './common.ts';
 import { IntentStatusChangeB, RefundTxRequestB, SwapRecordB } from './surface-b.ts';
 
 export const ResolverIntent = Type.Object({
@@ -39,3 +39,17 @@ export const ResolverSecret = Type.Object({
   secret_hash: Type.String(),
   preimage: Type.String(),
 });
+
+/**
+ * `GET /resolver/v1/events` (`event: status`): a status change of an intent this resolver quoted,
+ * with what it needs to decide whether to act; the details come from `GET /resolver/v1/intents/{id}`.
+ */
+export const ResolverEvent = Type.Object({
+  intent_id: Uuid,
+  from: Type.Union([Status, Type.Null()], { description: 'null for the creation' }),
+  to: Status,
+  trigger: Trigger,
+  at: Type.String({ format: 'date-time' }),
+  deadline_secs: Type.Integer({ description: 'The intent deadline, Unix seconds' }),
+});
+export type ResolverEvent = Static<typeof ResolverEvent>;

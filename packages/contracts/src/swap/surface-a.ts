@@ -25,6 +25,7 @@ import {
   SettlementLeg,
   Status,
   SwapType,
+  Trigger,
   TxHash,
   Uuid,
 } from './common.ts';
@@ -239,6 +240,18 @@ export const ApprovalRequest = Type.Object(
 export type ApprovalRequest = Static<typeof ApprovalRequest>;
 
 export const IntentStatusChange = Type.Object({ intentId: Uuid, status: Status });
+/**
+ * One status change of an intent, as `GET /events` streams it (`event: status`, the SSE `id:` the
+ * event's id, increasing over the whole database).
+ */
+export const IntentEvent = Type.Object({
+  intentId: Uuid,
+  from: Type.Union([Status, Type.Null()], { description: 'null for the creation' }),
+  to: Status,
+  trigger: Trigger,
+  at: Type.String({ format: 'date-time' }),
+});
+export type IntentEvent = Static<typeof IntentEvent>;
 export const IntentStatusOnly = Type.Object({ status: Status });
 export const RefundTxRequest = Type.Object({ txHash: TxHash }, { additionalProperties: false });
 

@@ -117,6 +117,8 @@ export const ApprovalRequestB = Type.Object(
 export type ApprovalRequestB = Static<typeof ApprovalRequestB>;
 
 export const IntentStatusChangeB = fieldMap(A.IntentStatusChange);
+/** `GET /affiliate/v1/events`: Surface A's event in snake_case. */
+export const IntentEventB = fieldMap(A.IntentEvent);
 export const RefundTxRequestB = fieldMap(A.RefundTxRequest);
 
 /** The quote's fields of a swap record, which Hotpot's Go SDK reads again in `additional_info`. */

@@ -3,16 +3,20 @@
  * `ResolverClient` (the resolver API). Both send `X-API-Key` and turn error envelopes into
  * `SwapApiError`.
  */
+
+import { type EventsOptions, type FeedItem, streamEvents } from './events.ts';
 import type {
   Affiliate,
   ApprovalBody,
   IntentCreated,
+  IntentEvent,
   IntentRequest,
   IntentStatusChange,
   Network,
   Pagination,
   Quote,
   QuoteRequest,
+  ResolverEvent,
   ResolverIntent,
   SwapErrorBody,
   SwapListQuery,
@@ -64,6 +68,34 @@ class HttpBase {
     this.#key = opts.apiKey;
     this.#fetch = opts.fetch ?? fetch;
     this.#timeoutMs = opts.timeoutMs ?? 30_000;
+  }
+
+  /** The reconnecting SSE iterator over `path` (see `streamEvents`). */
+  protected stream<T>(path: string, opts: EventsOptions): AsyncGenerator<FeedItem<T>> {
+    return streamEvents<T>(
+      {
+        url: new URL(this.#base + path),
+        apiKey: this.#key,
+        fetch: this.#fetch,
+        failure: (res, text) => {
+          // Busy (429) or unavailable (5xx): retried with backoff. Anything else (a bad key) is thrown.
+          if (res.status === 429 || res.status >= 500) return undefined;
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            parsed = undefined;
+          }
+          return new SwapApiError(
+            res.status,
+            isEnvelope(parsed)
+              ? parsed
+              : { code: 0, type: 'HTTP_ERROR', message: `HTTP ${res.status}: ${text.slice(0, 200)}` },
+          );
+        },
+      },
+      opts,
+    );
   }
 
   protected async request<T>(
@@ -192,6 +224,26 @@ export class SwapClient extends HttpBase {
   async affiliates(): Promise<Affiliate[]> {
     return (await this.request<{ affiliates: Affiliate[] }>('GET', '/affiliates')).affiliates;
   }
+
+  /**
+   * The status changes of this key's intents as they happen (`GET /events`, Server-Sent Events), in
+   * order, each once. Reconnects by itself after a dropped connection, resuming after the last id it
+   * saw (backoff 0.5 s doubling to `maxBackoffMs`); pass `lastEventId` to resume after a restart. A
+   * `reset` item means the resume point was older than the service's retention: re-read `swaps()`.
+   *
+   * @example
+   * ```ts
+   * const ac = new AbortController();
+   * for await (const ev of swap.events({ lastEventId: saved, signal: ac.signal })) {
+   *   if (ev.type === 'reset') await resync();
+   *   else console.log(ev.data.intentId, ev.data.from, '→', ev.data.to);
+   *   saved = ev.id; // persist to resume later
+   * }
+   * ```
+   */
+  events(opts: EventsOptions = {}): AsyncGenerator<FeedItem<IntentEvent>> {
+    return this.stream<IntentEvent>('/events', opts);
+  }
 }
 
 type Changed = { intent_id: string; status: SwapStatus };
@@ -230,6 +282,22 @@ export class ResolverClient extends HttpBase {
   refund(id: string, txHash: string): Promise<Changed> {
     return this.request('POST', `/resolver/v1/intents/${encodeURIComponent(id)}/refund`, { tx_hash: txHash });
   }
+  /**
+   * Status changes of the intents this resolver quoted (`GET /resolver/v1/events`, Server-Sent
+   * Events), in order, each once; reconnects and resumes by itself (see `SwapClient.events`).
+   *
+   * @example
+   * ```ts
+   * for await (const ev of resolver.events({ lastEventId: saved })) {
+   *   if (ev.type === 'status' && ev.data.to === 'ApprovalAdded') await fill(await resolver.intent(ev.data.intent_id));
+   *   saved = ev.id;
+   * }
+   * ```
+   */
+  events(opts: EventsOptions = {}): AsyncGenerator<FeedItem<ResolverEvent>> {
+    return this.stream<ResolverEvent>('/resolver/v1/events', opts);
+  }
+
   /** The 0x-hex preimage (only once the intent is Fulfilled). */
   async secret(id: string): Promise<string> {
     return (

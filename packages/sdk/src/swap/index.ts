@@ -22,13 +22,16 @@ export {
   tronToEvmAddress,
 } from './approvals.ts';
 export { type ClientOptions, ResolverClient, SwapApiError, SwapClient } from './client.ts';
+export { type EventsOptions, type FeedItem, type SseMessage, SseParser } from './events.ts';
 export type {
   Affiliate,
   ApprovalBody,
   ApprovalMechanism,
   CosignApproval,
+  EventsReset,
   HtlcApproval,
   IntentCreated,
+  IntentEvent,
   IntentRequest,
   IntentStatusChange,
   Network,
@@ -36,6 +39,7 @@ export type {
   Permit2Approval,
   Quote,
   QuoteRequest,
+  ResolverEvent,
   ResolverIntent,
   SettlementLeg,
   SwapErrorBody,

@@ -6,6 +6,7 @@
  */
 import type {
   A,
+  EventsReset as EventsResetSchema,
   Pagination as PaginationSchema,
   Resolver,
   SettlementLeg as SettlementLegSchema,
@@ -60,6 +61,13 @@ export type SwapListQuery = A.SwapsQuery;
 
 /** Resolver API: one intent with what the resolver needs to execute it. */
 export type ResolverIntent = Resolver.ResolverIntent;
+
+/** One status change on `GET /events` (Surface A). */
+export type IntentEvent = A.IntentEvent;
+/** One status change on `GET /resolver/v1/events`. */
+export type ResolverEvent = Resolver.ResolverEvent;
+/** The `reset` of a feed: the resume point was older than the retention (or unknown). */
+export type EventsReset = EventsResetSchema;
 
 /** The service's error envelope. */
 export type SwapErrorBody = Static<typeof SwapError>;
