@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { NETWORK_TYPES, NetworkType, type NetworkTypeName } from '@rgbx/contracts/swap';
+import { NETWORK_TYPES, type NetworkTypeName, NetworkType as NetworkTypeSchema } from '@rgbx/contracts/swap';
 import { ConfigError, loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
 import { AmountError, parseDecimal, parseLots } from './domain/amounts.ts';
 import { kindOf } from './kinds/registry.ts';
@@ -18,13 +18,12 @@ const LogLevel = Type.Union(
 const Hex64 = Type.String({ pattern: '^[0-9a-fA-F]{64}$' });
 
 export { NETWORK_TYPES };
-// biome-ignore lint/suspicious/noRedeclare: the schema (a value) and its static type share the name, as TypeBox types do
 export type NetworkType = NetworkTypeName;
 
 const NetworkSchema = Type.Object({
   id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
   name: Type.String({ minLength: 1 }),
-  type: NetworkType,
+  type: NetworkTypeSchema,
   icon_url: Type.String({ default: '' }),
   supports_custom_tokens: Type.Boolean({ default: false }),
   supports_optimized_swap: Type.Boolean({ default: false }),
