@@ -490,7 +490,7 @@ describe('backup and restore routes (two wallet node processes)', () => {
           ['amounts', '[1, -2]'],
         ]),
         422,
-        'body: /amounts/1 must be integer; /amounts/1 must match pattern "^(0|[1-9][0-9]{0,19})$"; /amounts/1 must match a schema in anyOf',
+        'body: /amounts/1 must be integer >= 0; /amounts/1 must match pattern "^(0|[1-9][0-9]{0,19})$"; /amounts/1 must match a schema in anyOf',
       ],
       [
         '/wallet/issueassetuda',
