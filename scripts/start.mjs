@@ -5,15 +5,15 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { tronAddressFromHex } from '@rgbx/chains/tron';
-import { produceBlocks, spawnService, startDevnet, swapDevnetToml, walletNodeToml } from '@rgbx/devnet';
-import { deploySwapDevnet } from '@rgbx/devnet/evm-devnode';
+import { produceBlocks, spawnService, startDevnet, startMarket, walletNodeToml } from '@rgbx/devnet';
 import { writeToml } from '@rgbx/service-kit';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const dir = resolve(process.env.RGBX_DEVNET_DIR ?? join(root, '.devnet'));
 const children = [];
 let devnet;
+/** The swap market (EVM and Solana devnodes, swap service, reference resolver). */
+let market;
 let stopping = false;
 /** The block producer (RGBX_BLOCK_INTERVAL_SECS). */
 let blocks;
@@ -43,90 +43,57 @@ async function main() {
     walletNodeToml(info, {
       dataDir: join(wn, 'data'),
       port: Number(process.env.RGBX_WALLET_NODE_PORT ?? 3000),
+      // Prometheus: GET /metrics on a loopback listener of its own (the wallet node's default port; 0: any free one).
+      metrics: { port: Number(process.env.RGBX_WALLET_NODE_METRICS_PORT ?? 9401) },
     }),
     { mode: 0o600 },
   );
-  endpoints.wallet_node = await startService('wallet node', [
-    join(root, 'apps/wallet-node/dist/main.js'),
-    '-c',
-    join(wn, 'config.toml'),
-  ]);
-
-  // Swap service: Bitcoin through the devnet; EVM on a local devnode (EthereumJS) with a test USDC, our
-  // Permit2-compatible SignatureTransfer and the SwapEscrow deployed; "Tron" read through the same devnode's
-  // Ethereum-compatible JSON-RPC (as a Tron full node's /jsonrpc), with the same contracts; Solana on the
-  // litesvm devnode. The swap service fails closed: every network it serves needs a node to read.
-  const sw = join(dir, 'swap');
-  mkdirSync(sw, { recursive: true });
-  const evm = await startService('evm devnode', [join(root, 'packages/devnet/dist/evm-devnode/main.js')], {
-    pick: (j) => j.rpc_url && j,
-  });
-  const keyFile = join(sw, 'preimage.key');
-  if (!existsSync(keyFile)) writeFileSync(keyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
-  const chainId = BigInt(evm.chain_id);
-  const deployer = evm.accounts[0].private_key;
-  // The escrow's refund delay is the swap's refund safety margin (swap.refund_safety_margin_secs, default 3600).
-  const margin = 3600;
-  // USDC, SignatureTransfer, SwapEscrow in this order from account 0 (nonces 0, 1, 2) as the first
-  // transactions of this fresh devnode: always the addresses devnet.toml falls back to (held by
-  // packages/devnet/src/evm-devnode/devnet-addresses.test.ts). Send nothing from account 0 before.
-  const { usdc, permit2, escrow } = await deploySwapDevnet(evm.rpc_url, chainId, deployer, {
-    refundDelaySecs: BigInt(margin),
-  });
-  endpoints.evm_devnode = { rpc_url: evm.rpc_url, chain_id: evm.chain_id, usdc, permit2, escrow };
-  const sol = await startService('solana devnode', [join(root, 'packages/devnet/dist/sol-devnode/main.js')]);
-  endpoints.solana_devnode = { rpc_url: sol };
-  const swapMain = join(root, 'apps/swap/dist/main.js');
-  // The devnet configuration (the same generator as apps/swap/config/devnet.toml) with this run's
-  // endpoints, contracts, data directory and port.
-  writeFileSync(
-    join(sw, 'config.toml'),
-    swapDevnetToml(
-      {
-        service: {
-          host: '127.0.0.1',
-          port: Number(process.env.RGBX_SWAP_PORT ?? 3100),
-          data_dir: join(sw, 'data'),
-          preimage_key_file: keyFile,
-          log_level: 'info',
-        },
-        swap: { quote_ttl_secs: 120, intent_ttl_secs: 3600, scheduler_interval_ms: 5000 },
-        bitcoin: { electrumUrl: info.electrum },
-        evm: {
-          rpcUrl: evm.rpc_url,
-          chainId: Number(evm.chain_id),
-          permit2,
-          escrow,
-          usdc,
-          extra: { min_confirmations: 1 },
-        },
-        tron: {
-          rpcUrl: evm.rpc_url,
-          chainId: Number(evm.chain_id),
-          permit2: tronAddressFromHex(permit2),
-          escrow: tronAddressFromHex(escrow),
-          usdt: tronAddressFromHex(usdc),
-          extra: { min_confirmations: 1 },
-        },
-        solana: { rpcUrl: sol, extra: { min_confirmations: 1 } },
-      },
-      ['written by npm start (swapDevnetToml in packages/devnet)'],
-    ),
-    { mode: 0o600 },
+  const walletNode = await startService(
+    'wallet node',
+    [join(root, 'apps/wallet-node/dist/main.js'), '-c', join(wn, 'config.toml')],
+    {
+      // Its listening line also names where its metrics listen.
+      pick: (j) =>
+        j.event === 'listening' && typeof j.url === 'string'
+          ? { url: j.url, metrics: j.metrics_url }
+          : undefined,
+    },
   );
-  const swapUrl = await startService('swap service', [swapMain, '-c', join(sw, 'config.toml')]);
-  const swapKeyFile = join(sw, 'dev-api-key');
-  if (!existsSync(swapKeyFile)) {
-    // A first API key for trying the swap API (X-API-Key), kept (0600) for the next starts.
-    const r = spawnSync(
-      process.execPath,
-      [swapMain, '-c', join(sw, 'config.toml'), 'keys', 'create', '--name', 'dev'],
-      { encoding: 'utf8' },
-    );
-    if (r.status !== 0) throw new Error(`swap keys create failed: ${r.stderr}`);
-    writeFileSync(swapKeyFile, JSON.parse(r.stdout.trim().split('\n').pop()).key, { mode: 0o600 });
-  }
-  endpoints.swap = { api: swapUrl, dev_api_key_file: swapKeyFile };
+  endpoints.wallet_node = walletNode.url;
+
+  // The swap market: the EVM devnode (EthereumJS) with a test USDC, our Permit2-compatible
+  // SignatureTransfer and the SwapEscrow; "Tron" read through the same devnode's Ethereum-compatible
+  // JSON-RPC (as a Tron full node's /jsonrpc), with the same contracts; Solana on the litesvm devnode;
+  // the swap service on all four networks; and the reference resolver (apps/resolver), funded on every
+  // chain, answering the swap's RFQs and filling the intents it wins (startMarket in packages/devnet).
+  market = await startMarket({
+    dir,
+    devnet,
+    swapPort: Number(process.env.RGBX_SWAP_PORT ?? 3100),
+    resolverPort: Number(process.env.RGBX_RESOLVER_PORT ?? 3300),
+    onExit: (name, code, err) => {
+      if (!stopping) console.error(`npm start: ${name} exited unexpectedly (code ${code}):\n${err}`);
+    },
+  });
+  const m = market;
+  endpoints.evm_devnode = {
+    rpc_url: m.evm.rpcUrl,
+    chain_id: m.evm.chainId.toString(),
+    usdc: m.evm.usdc,
+    permit2: m.evm.permit2,
+    escrow: m.evm.escrow,
+    funder_key: m.evm.funderKey,
+  };
+  endpoints.solana_devnode = { rpc_url: m.solanaRpcUrl };
+  endpoints.swap = { api: m.swapUrl, dev_api_key_file: join(dir, 'swap', 'dev-api-key') };
+  endpoints.resolver = { rfq_url: `${m.resolver.value}/rfq`, config: m.resolverConfig };
+  // Prometheus: every service serves GET /metrics on a loopback listener of its own.
+  endpoints.metrics = {
+    ...info.metrics,
+    wallet_node: walletNode.metrics,
+    swap: m.metrics.swap,
+    resolver: m.metrics.resolver,
+  };
 
   // Cloud hosting service with its console; hosted nodes are wallet nodes on this devnet.
   const cl = join(dir, 'cloud');
@@ -142,6 +109,8 @@ async function main() {
       {
         signing_keys: { encryption_key_file: cloudKeyFile },
         api: { listen_address: '127.0.0.1', port: Number(process.env.RGBX_CLOUD_PORT ?? 3200) },
+        // Prometheus: GET /metrics on a loopback listener of its own (the cloud's default port; 0: any free one).
+        metrics: { listen_address: '127.0.0.1', port: Number(process.env.RGBX_CLOUD_METRICS_PORT ?? 9403) },
         cloud: { data_dir: join(cl, 'data') },
         // The devnet follow-mode, a dev-only plug-in of the devnet kit (loaded because this config names it).
         backend: { plugin: '@rgbx/devnet/cloud-backend', plugin_options: { dir } },
@@ -166,8 +135,16 @@ async function main() {
     if (r.status !== 0) throw new Error(`cloud tokens create failed: ${r.stderr}`);
     writeFileSync(tokenFile, JSON.parse(r.stdout.trim().split('\n').pop()).token, { mode: 0o600 });
   }
-  const cloudUrl = await startService('cloud service', [cloudMain, '-c', cloudToml]);
+  const cloudSvc = await startService('cloud service', [cloudMain, '-c', cloudToml], {
+    // Its listening line also names where its metrics listen.
+    pick: (j) =>
+      j.event === 'listening' && typeof j.url === 'string'
+        ? { url: j.url, metrics: j.metrics_url }
+        : undefined,
+  });
+  const cloudUrl = cloudSvc.url;
   endpoints.cloud = { api: cloudUrl, console: `${cloudUrl}/console/`, dev_token_file: tokenFile };
+  endpoints.metrics.cloud = cloudSvc.metrics;
 
   // Blocks by themselves, as on a real chain (RGBX_BLOCK_INTERVAL_SECS, default 5; 0 = only on demand).
   const intervalSecs = Number(process.env.RGBX_BLOCK_INTERVAL_SECS ?? 5);
@@ -176,12 +153,14 @@ async function main() {
     blocks = produceBlocks({
       devnet,
       intervalMs: intervalSecs * 1000,
-      evmRpcUrl: evm.rpc_url,
+      evmRpcUrl: market.evm.rpcUrl,
       onError: (err) => console.error(`npm start: block production: ${err.message}`),
     });
   }
   endpoints.blocks = { interval_secs: intervalSecs, chains: intervalSecs > 0 ? ['bitcoin', 'evm'] : [] };
 
+  // Also kept in the devnet dir, for scripts (examples/swap-pairs.mjs reads it).
+  writeFileSync(join(dir, 'endpoints.json'), `${JSON.stringify(endpoints, null, 2)}\n`, { mode: 0o600 });
   console.info(
     `rgbx is up (state in ${dir}); Ctrl-C stops everything\n${JSON.stringify(endpoints, null, 2)}`,
   );
@@ -193,6 +172,7 @@ async function main() {
   stopping = true;
   await blocks?.stop();
   await Promise.all(children.map((c) => c.stop()));
+  await market?.stop();
   await devnet.stop();
 }
 
@@ -201,6 +181,7 @@ main().catch(async (err) => {
   stopping = true;
   await blocks?.stop();
   await Promise.allSettled(children.map((c) => c.stop()));
+  await market?.stop().catch(() => {});
   await devnet?.stop().catch(() => {}); // never leave the devnet running behind a failed start
   process.exit(1);
 });

@@ -19,6 +19,7 @@ import { aliases, schemaRefs, U64, U64Out } from './wire.ts';
 export * from './wallet-node-backup.ts';
 export * from './wallet-node-begins.ts';
 export * from './wallet-node-btc.ts';
+export * from './wallet-node-events.ts';
 export * from './wallet-node-issue.ts';
 export * from './wallet-node-keys.ts';
 export * from './wallet-node-records.ts';

@@ -1,12 +1,14 @@
 /** The devnet CLI as a user runs it: real processes, real ports, idempotent up, clean down. */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { isListening } from '@rgbx/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BITCOIND_SHA256, bitcoindPath, verifiedBitcoind } from './bitcoind.ts';
+import { openDevnet } from './devnet.ts';
 import { isAlive } from './processes.ts';
 
 const run = promisify(execFile);
@@ -51,8 +53,15 @@ describe('devnet CLI', () => {
       },
       electrum: expect.stringMatching(/^tcp:\/\/127\.0\.0\.1:\d+$/),
       proxy: expect.stringMatching(/^rpc:\/\/127\.0\.0\.1:\d+\/json-rpc$/),
+      metrics: {
+        electrum: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/),
+        proxy: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/),
+      },
     });
     expect(JSON.parse(await cli('status', '--json'))).toEqual(info);
+    // Both serve Prometheus metrics where the info says.
+    for (const url of [info.metrics.electrum, info.metrics.proxy])
+      expect(await (await fetch(url)).text()).toMatch(/^# HELP rgbx_/m);
     const state = JSON.parse(readFileSync(join(dir, 'devnet.json'), 'utf8'));
     const pids = Object.values(state.pids) as number[];
     expect(pids).toHaveLength(3);
@@ -80,6 +89,20 @@ describe('devnet CLI', () => {
     const tx = (await rpc('gettransaction', [funded.txid], '/wallet/miner')) as { confirmations: number };
     expect(tx.confirmations).toBe(1);
 
+    // bitcoind runs one scantxoutset at a time: scans at once, from one Devnet and from another attached to the
+    // same node (another process's, as five test markets share one devnet), all answer.
+    const d1 = openDevnet(dir)!;
+    const d2 = openDevnet(dir)!;
+    const scans = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        (i % 2 ? d1 : d2).rpc<{ success: boolean; total_amount: number }>('scantxoutset', [
+          'start',
+          [`addr(${addr})`],
+        ]),
+      ),
+    );
+    expect(scans.map((r) => [r.success, r.total_amount])).toEqual(Array(8).fill([true, 1.25]));
+
     // up again: same endpoints, same processes.
     expect(JSON.parse(await cli('up'))).toEqual(info);
     const again = JSON.parse(readFileSync(join(dir, 'devnet.json'), 'utf8'));
@@ -99,8 +122,23 @@ describe('devnet CLI', () => {
     expect(await isListening(port)).toBe(false);
     await expect(cli('status', '--json')).rejects.toMatchObject({ code: 1 });
 
-    // up after down resumes the same chain.
+    // up after down resumes the same chain. The previous metrics ports were taken meanwhile (as a parallel
+    // test's server can take a port between choosing and binding it): both services start on fresh ones.
+    const squatters = await Promise.all(
+      [info.metrics.electrum, info.metrics.proxy].map(
+        (u: string) =>
+          new Promise<Server>((ok, fail) => {
+            const srv = createServer((_q, r) => r.end('squatter'));
+            srv.once('error', fail).listen(Number(new URL(u).port), '127.0.0.1', () => ok(srv));
+          }),
+      ),
+    );
     const info2 = JSON.parse(await cli('up'));
+    for (const s of squatters) s.close();
+    expect(info2.metrics.electrum).not.toBe(info.metrics.electrum);
+    expect(info2.metrics.proxy).not.toBe(info.metrics.proxy);
+    for (const url of [info2.metrics.electrum, info2.metrics.proxy])
+      expect(await (await fetch(url)).text()).toMatch(/^# HELP rgbx_/m);
     const res = await fetch(info2.bitcoind.rpc_url, {
       method: 'POST',
       headers: {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BitcoindRpc, BitcoindRpcError } from '@rgbx/chains/btc';
@@ -14,13 +14,21 @@ export interface DevnetInfo {
   electrum: string;
   /** `rpc://127.0.0.1:P/json-rpc` (the form RGB invoices carry) */
   proxy: string;
+  /** Where the Electrum server and the RGB proxy serve `GET /metrics` (Prometheus), on loopback. */
+  metrics: { electrum: string; proxy: string };
 }
 
 export interface DevnetOptions {
   /** Directory holding all state: bitcoind datadir, proxy store, logs, devnet.json. */
   dir: string;
   /** Fixed ports; any left out reuse the previous run's port or a free one. */
-  ports?: { rpc?: number; electrum?: number; proxy?: number };
+  ports?: {
+    rpc?: number;
+    electrum?: number;
+    proxy?: number;
+    electrumMetrics?: number;
+    proxyMetrics?: number;
+  };
   /** Processes outlive the caller (CLI `up`); tests leave this false and call stop(). */
   detached?: boolean;
   /** Blocks mined at first start so the miner wallet has mature coins (≥101). */
@@ -32,6 +40,8 @@ interface State {
   rpc: { port: number; user: string; password: string };
   electrumPort: number;
   proxyPort: number;
+  /** Absent in state files written before the services had metrics (then chosen at the next `up`). */
+  metricsPorts?: { electrum: number; proxy: number };
   pids: { bitcoind?: number; electrum?: number; proxy?: number };
   minerAddress?: string;
 }
@@ -51,7 +61,7 @@ export interface Devnet {
    * commitment). Returns the txid.
    */
   fund(address: string, btc: string, opts?: { confirm?: boolean; data?: string }): Promise<string>;
-  /** bitcoind node RPC call. */
+  /** bitcoind node RPC call (`scantxoutset start` calls wait for each other: bitcoind runs one at a time). */
   rpc<T = unknown>(method: string, params?: unknown[]): Promise<T>;
   /** Stops every process this devnet started (bitcoind, electrum, proxy). State stays in `dir`. */
   stop(): Promise<void>;
@@ -90,6 +100,10 @@ function infoOf(s: State): DevnetInfo {
     },
     electrum: `tcp://127.0.0.1:${s.electrumPort}`,
     proxy: `rpc://127.0.0.1:${s.proxyPort}/json-rpc`,
+    metrics: {
+      electrum: s.metricsPorts ? `http://127.0.0.1:${s.metricsPorts.electrum}/metrics` : '',
+      proxy: s.metricsPorts ? `http://127.0.0.1:${s.metricsPorts.proxy}/metrics` : '',
+    },
   };
 }
 
@@ -139,6 +153,10 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
       },
       electrumPort: opts.ports?.electrum ?? prev?.electrumPort ?? (await freePort()),
       proxyPort: opts.ports?.proxy ?? prev?.proxyPort ?? (await freePort()),
+      metricsPorts: {
+        electrum: opts.ports?.electrumMetrics ?? prev?.metricsPorts?.electrum ?? (await freePort()),
+        proxy: opts.ports?.proxyMetrics ?? prev?.metricsPorts?.proxy ?? (await freePort()),
+      },
       pids: { ...prev?.pids },
       ...(prev?.minerAddress ? { minerAddress: prev.minerAddress } : {}),
     };
@@ -201,59 +219,94 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
       // Electrum server (configured by a 0600 TOML file so the RPC password never shows in `ps`)
       if (!(isOurs(s.pids.electrum, dir) && (await isListening(s.electrumPort)))) {
         await stopProcess(mine(s.pids.electrum));
-        const conf = join(dir, 'electrum.toml');
-        writeFileSync(
-          conf,
-          writeToml(
-            {
-              server: { host: '127.0.0.1', port: s.electrumPort },
-              bitcoind: {
-                rpc_url: `http://127.0.0.1:${s.rpc.port}`,
-                rpc_user: s.rpc.user,
-                rpc_password: s.rpc.password,
+        const electrumLog = join(dir, 'logs', 'electrum.log');
+        await retryOnTakenPort(
+          'electrum server',
+          electrumLog,
+          async () => {
+            if (!opts.ports?.electrum) s.electrumPort = await freePort();
+            if (!opts.ports?.electrumMetrics) s.metricsPorts!.electrum = await freePort();
+          },
+          async (since) => {
+            const conf = join(dir, 'electrum.toml');
+            writeFileSync(
+              conf,
+              writeToml(
+                {
+                  server: { host: '127.0.0.1', port: s.electrumPort },
+                  bitcoind: {
+                    rpc_url: `http://127.0.0.1:${s.rpc.port}`,
+                    rpc_user: s.rpc.user,
+                    rpc_password: s.rpc.password,
+                  },
+                  fees: { fallback_btc_per_kvb: '0.00001' },
+                  metrics: { listen_address: '127.0.0.1', port: s.metricsPorts!.electrum },
+                },
+                [
+                  'written by the devnet; [fees]: regtest has no fee estimates, answer 1 sat/vB so clients can build transactions',
+                ],
+              ),
+              { mode: 0o600 },
+            );
+            const p = startProcess(process.execPath, [ELECTRUM_MAIN, '-c', conf], {
+              logFile: electrumLog,
+              detached,
+            });
+            s.pids.electrum = p.pid;
+            writeState(dir, s);
+            // Ready when it says so (its listening line, printed once every listener is bound): a port that
+            // answers is not enough, the server binds its metrics port after its main one and may still exit.
+            await waitFor(
+              'electrum server',
+              async () => (await isListening(s.electrumPort)) && announced(electrumLog, since),
+              {
+                timeoutMs: 120_000,
+                isAlive: () => isAlive(p.pid),
               },
-              fees: { fallback_btc_per_kvb: '0.00001' },
-            },
-            [
-              'written by the devnet; [fees]: regtest has no fee estimates, answer 1 sat/vB so clients can build transactions',
-            ],
-          ),
-          { mode: 0o600 },
+            );
+          },
         );
-        const p = startProcess(process.execPath, [ELECTRUM_MAIN, '-c', conf], {
-          logFile: join(dir, 'logs', 'electrum.log'),
-          detached,
-        });
-        s.pids.electrum = p.pid;
-        writeState(dir, s);
-        await waitFor('electrum server', () => isListening(s.electrumPort), {
-          timeoutMs: 120_000,
-          isAlive: () => isAlive(p.pid),
-        });
       }
 
       // RGB proxy
       if (!(isOurs(s.pids.proxy, dir) && (await isListening(s.proxyPort)))) {
         await stopProcess(mine(s.pids.proxy));
-        const p = startProcess(
-          process.execPath,
-          [
-            PROXY_MAIN,
-            '--host',
-            '127.0.0.1',
-            '--port',
-            String(s.proxyPort),
-            '--data-dir',
-            join(dir, 'proxy'),
-          ],
-          { logFile: join(dir, 'logs', 'rgb-proxy.log'), detached },
+        const proxyLog = join(dir, 'logs', 'rgb-proxy.log');
+        await retryOnTakenPort(
+          'rgb proxy',
+          proxyLog,
+          async () => {
+            if (!opts.ports?.proxy) s.proxyPort = await freePort();
+            if (!opts.ports?.proxyMetrics) s.metricsPorts!.proxy = await freePort();
+          },
+          async (since) => {
+            const p = startProcess(
+              process.execPath,
+              [
+                PROXY_MAIN,
+                '--host',
+                '127.0.0.1',
+                '--port',
+                String(s.proxyPort),
+                '--data-dir',
+                join(dir, 'proxy'),
+                '--metrics-port',
+                String(s.metricsPorts!.proxy),
+              ],
+              { logFile: proxyLog, detached },
+            );
+            s.pids.proxy = p.pid;
+            writeState(dir, s);
+            await waitFor(
+              'rgb proxy',
+              async () => (await isListening(s.proxyPort)) && announced(proxyLog, since),
+              {
+                timeoutMs: 60_000,
+                isAlive: () => isAlive(p.pid),
+              },
+            );
+          },
         );
-        s.pids.proxy = p.pid;
-        writeState(dir, s);
-        await waitFor('rgb proxy', () => isListening(s.proxyPort), {
-          timeoutMs: 60_000,
-          isAlive: () => isAlive(p.pid),
-        });
       }
     } catch (err) {
       // A failed start must not leave half a devnet running behind a caller that has no handle to stop it.
@@ -271,6 +324,39 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
   return attach(dir, state);
 }
 
+/**
+ * Free ports are chosen when the state is written and bound seconds later, so on a busy machine another
+ * process (a parallel test's server on port 0) can take one in between. A start that died on a taken
+ * port (EADDRINUSE in what it logged) is retried on fresh ports; ports the caller fixed are kept.
+ */
+async function retryOnTakenPort(
+  what: string,
+  logFile: string,
+  repick: () => Promise<void>,
+  start: (since: number) => Promise<void>,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const logged = existsSync(logFile) ? statSync(logFile).size : 0;
+    try {
+      return await start(logged);
+    } catch (err) {
+      const log = existsSync(logFile) ? readFileSync(logFile).subarray(logged).toString('utf8') : '';
+      if (attempt >= 3 || !/EADDRINUSE/.test(log)) throw err;
+      await repick();
+      process.stderr.write(`devnet: ${what} found a port taken; retrying on fresh ports\n`);
+    }
+  }
+}
+
+/** Whether the log has a `{"event":"listening"…}` line after byte `since` (what our services print when ready). */
+function announced(logFile: string, since: number): boolean {
+  try {
+    return readFileSync(logFile).subarray(since).includes('"event":"listening"');
+  } catch {
+    return false;
+  }
+}
+
 function attach(dir: string, s: State): Devnet {
   const bitcoind = new BitcoindRpc({
     url: `http://127.0.0.1:${s.rpc.port}`,
@@ -280,6 +366,24 @@ function attach(dir: string, s: State): Devnet {
   const wallet = bitcoind.withPath('/wallet/miner');
   const mine = (blocks: number, address?: string) =>
     bitcoind.call<string[]>('generatetoaddress', [blocks, address ?? s.minerAddress]);
+  // bitcoind runs one `scantxoutset` at a time and refuses another meanwhile ("Scan already in progress"; CI saw
+  // it with several markets on one devnet): this process's scans go one after another, and one refused because
+  // another process scans is tried again (every 100 ms, up to 30 s).
+  let scans: Promise<unknown> = Promise.resolve();
+  const scan = <T>(params: unknown[]): Promise<T> => {
+    const run = scans.then(async () => {
+      for (let i = 0; ; i++) {
+        try {
+          return await bitcoind.call<T>('scantxoutset', params);
+        } catch (err) {
+          if (i >= 300 || !/Scan already in progress/.test((err as Error).message)) throw err;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    });
+    scans = run.catch(() => undefined);
+    return run;
+  };
   return {
     dir,
     info: infoOf(s),
@@ -305,7 +409,10 @@ function attach(dir: string, s: State): Devnet {
       if (o?.confirm) await mine(1);
       return txid;
     },
-    rpc: (method, params) => bitcoind.call(method, params),
+    rpc: <T>(method: string, params?: unknown[]) =>
+      method === 'scantxoutset' && params?.[0] === 'start'
+        ? scan<T>(params)
+        : bitcoind.call<T>(method, params),
     stop: () => stopDevnet(dir),
   };
 }

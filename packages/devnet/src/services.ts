@@ -95,7 +95,8 @@ type TomlValue = string | number | boolean | string[];
 
 /**
  * A wallet-node config (wallet-node-service.md TOML) pointing at this devnet: bitcoind RPC, Electrum and the
- * RGB proxy. `api` and `wallet` add or override keys of those sections.
+ * RGB proxy. `api`, `wallet` and `metrics` add or override keys of those sections; `[metrics]` listens on any
+ * free loopback port unless told otherwise (the default 9401 would be taken by the second node on a host).
  */
 export function walletNodeToml(
   info: DevnetInfo,
@@ -104,9 +105,11 @@ export function walletNodeToml(
     port?: number;
     api?: Record<string, TomlValue>;
     wallet?: Record<string, TomlValue>;
+    metrics?: Record<string, TomlValue>;
   },
 ): string {
   const api: Record<string, TomlValue> = { listen_address: '127.0.0.1', port: opts.port ?? 0, ...opts.api };
+  const metrics: Record<string, TomlValue> = { listen_address: '127.0.0.1', port: 0, ...opts.metrics };
   const wallet: Record<string, TomlValue> = {
     data_dir: opts.dataDir,
     network: 'regtest',
@@ -117,5 +120,5 @@ export function walletNodeToml(
     proxy_address: [info.proxy],
     ...opts.wallet,
   };
-  return writeToml({ api, wallet });
+  return writeToml({ api, wallet, metrics });
 }

@@ -85,12 +85,52 @@ export interface SwapDevnetOptions {
     tronAddress?: string;
     solanaAddress?: string;
     name?: string;
-  };
-  /** The resolver's rates; default {@link defaultSwapRates}. */
+  } & SwapDevnetRemote;
+  /**
+   * The resolver's rates; default {@link defaultSwapRates}. A remote resolver (`resolver.quoteUrl`)
+   * gets none: it quotes over RFQ.
+   */
+  rates?: SwapDevnetRate[];
+  /**
+   * More `[[resolvers]]` after the devnet resolver (tests with several resolvers). With any, a caller
+   * appending `[[resolvers.rates]]` to the TOML text adds them to the last of these.
+   */
+  extraResolvers?: SwapDevnetResolver[];
+}
+
+/** A remote resolver's RFQ keys (`quote_url`, and `rfq_secret` or `rfq_secret_file`). */
+export interface SwapDevnetRemote {
+  /** `quote_url`: the resolver is asked over RFQ (http:// is accepted on a devnet configuration). */
+  quoteUrl?: string;
+  /** `rfq_secret` (at least 32 bytes; `${ENV}` placeholders work). */
+  rfqSecret?: string;
+  /** `rfq_secret_file`: a file holding the secret. */
+  rfqSecretFile?: string;
+}
+
+/** One more resolver (see {@link SwapDevnetOptions.extraResolvers}). */
+export interface SwapDevnetResolver extends SwapDevnetRemote {
+  id: string;
+  name?: string;
+  apiKeySha256: string;
+  bitcoinClaimPubkey?: string;
+  evmAddress?: string;
+  tronAddress?: string;
+  solanaAddress?: string;
+  enabled?: boolean;
+  /** Rates of a reference (not remote) resolver. */
   rates?: SwapDevnetRate[];
 }
 
-/** The pairs the devnet quotes: BTC ⇄ USDC (EVM), USDT (Tron) → USDC, SOL ⇄ USDC. */
+function remoteKeys(r: SwapDevnetRemote): Record<string, TomlValue> {
+  return {
+    ...(r.quoteUrl !== undefined ? { quote_url: r.quoteUrl } : {}),
+    ...(r.rfqSecret !== undefined ? { rfq_secret: r.rfqSecret } : {}),
+    ...(r.rfqSecretFile !== undefined ? { rfq_secret_file: r.rfqSecretFile } : {}),
+  };
+}
+
+/** The pairs the devnet quotes: BTC ⇄ USDC (EVM), USDT (Tron) → USDC, SOL ⇄ USDC (EVM). */
 export function defaultSwapRates(o: { usdc?: string; usdt?: string; solana?: boolean }): SwapDevnetRate[] {
   const rates: SwapDevnetRate[] = [];
   if (o.usdc) {
@@ -122,13 +162,23 @@ export function defaultSwapRates(o: { usdc?: string; usdt?: string; solana?: boo
         rate: '0.999',
       });
     if (o.solana)
-      rates.push({
-        source_network: SWAP_NET.sol,
-        source_token: SOL_MINT,
-        dest_network: SWAP_NET.evm,
-        dest_token: o.usdc,
-        rate: '150',
-      });
+      rates.push(
+        {
+          source_network: SWAP_NET.sol,
+          source_token: SOL_MINT,
+          dest_network: SWAP_NET.evm,
+          dest_token: o.usdc,
+          rate: '150',
+        },
+        {
+          // About the inverse of SOL → USDC (1 / 150), rounded down.
+          source_network: SWAP_NET.evm,
+          source_token: o.usdc,
+          dest_network: SWAP_NET.sol,
+          dest_token: SOL_MINT,
+          rate: '0.0066',
+        },
+      );
   }
   return rates;
 }
@@ -192,8 +242,10 @@ export function swapDevnetConfig(o: SwapDevnetOptions): Record<string, TomlValue
     tokens.push({ network_id: SWAP_NET.sol, symbol: 'SOL', name: 'Solana', address: SOL_MINT, decimals: 9 });
   }
   const r = { ...DEVNET_RESOLVER, ...o.resolver };
-  const rates =
-    o.rates ?? defaultSwapRates({ usdc: o.evm?.usdc, usdt: o.tron?.usdt, solana: o.solana !== undefined });
+  const rates = o.resolver?.quoteUrl
+    ? []
+    : (o.rates ??
+      defaultSwapRates({ usdc: o.evm?.usdc, usdt: o.tron?.usdt, solana: o.solana !== undefined }));
   return {
     devnet: true,
     ...o.service,
@@ -214,8 +266,23 @@ export function swapDevnetConfig(o: SwapDevnetOptions): Record<string, TomlValue
         ...(o.evm ? { evm_address: r.evmAddress } : {}),
         ...(o.tron ? { tron_address: r.tronAddress } : {}),
         ...(o.solana ? { solana_address: r.solanaAddress } : {}),
+        ...remoteKeys(r),
         rates: rates as unknown as TomlValue[],
       },
+      ...(o.extraResolvers ?? []).map(
+        (x): Record<string, TomlValue> => ({
+          id: x.id,
+          name: x.name ?? x.id,
+          ...(x.enabled !== undefined ? { enabled: x.enabled } : {}),
+          api_key_sha256: x.apiKeySha256,
+          ...(x.bitcoinClaimPubkey ? { bitcoin_claim_pubkey: x.bitcoinClaimPubkey } : {}),
+          ...(x.evmAddress ? { evm_address: x.evmAddress } : {}),
+          ...(x.tronAddress ? { tron_address: x.tronAddress } : {}),
+          ...(x.solanaAddress ? { solana_address: x.solanaAddress } : {}),
+          ...remoteKeys(x),
+          rates: (x.rates ?? []) as unknown as TomlValue[],
+        }),
+      ),
     ],
   };
 }

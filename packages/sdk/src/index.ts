@@ -4,6 +4,7 @@ export {
   type SigningCheckCode,
   SigningCheckError,
 } from './signing-check.ts';
+export { type EventsOptions as SseEventsOptions, type SseRequest, streamSse } from './sse.ts';
 export {
   type Affiliate as SwapAffiliate,
   type ApprovalBody as SwapApprovalBody,
@@ -59,6 +60,26 @@ export {
   tronToEvmAddress,
 } from './swap/index.ts';
 export {
+  DEFAULT_RFQ_BODY_LIMIT,
+  RFQ_HEADERS,
+  type RfqAnswer,
+  RfqError,
+  type RfqErrorBody,
+  type RfqErrorCode,
+  type RfqHandlerOptions,
+  type RfqNetwork,
+  RfqReplayCache,
+  type RfqRequest,
+  type RfqToken,
+  rfqHandler,
+  type SignedRfqMessage,
+  signRfqAnswer,
+  signRfqRequest,
+  type VerifyRfqRequestOptions,
+  verifyRfqAnswer,
+  verifyRfqRequest,
+} from './swap/rfq.ts';
+export {
   type AssetNia,
   type Balance,
   type BtcBalance,
@@ -66,9 +87,15 @@ export {
   type Transaction,
   type Transfer,
   type Unspent,
+  type WalletBalanceEvent,
+  type WalletBeginReleasedEvent,
+  type WalletEvent,
+  type WalletEventItem,
   type WalletHeaders,
   WalletNodeClient,
   WalletNodeError,
+  type WalletTransferEvent,
+  type WalletWebhookStatus,
 } from './wallet-node/client.ts';
 export {
   type FastifyLikeInstance,
@@ -100,7 +127,12 @@ export {
 export {
   type ExpectedNodeId,
   type PublicKeyInput,
+  type SignatureCheck,
+  verifyWalletWebhook,
   verifyWebhook,
+  verifyWebhookSignature,
+  type WalletWebhookVerification,
   type WebhookFailure,
   type WebhookVerification,
 } from './webhooks/verify.ts';
+export { parseWalletEvent } from './webhooks/wallet-payload.ts';

@@ -61,7 +61,25 @@ export {
 } from './lifecycle.ts';
 export { type CreateLoggerOptions, createLogger, type Logger, REDACT_PATHS } from './logger.ts';
 export { announceListening, parseCommandLine, type RunMainOptions, runMain, UsageError } from './main.ts';
+export {
+  LATENCY_BUCKETS,
+  type MetricsConfig,
+  MetricsConfigSchema,
+  type MetricsServer,
+  ServiceMetrics,
+  serveMetrics,
+  startMetricsServer,
+} from './metrics.ts';
 export { type PidLock, pidAlive, takePidLock } from './pid-lock.ts';
+export {
+  CounterSeries,
+  collectProcessMetrics,
+  type ExportedMetric,
+  HistogramSeries,
+  PlainCounter,
+  PlainHistogram,
+  registerPlain,
+} from './plain-metrics.ts';
 export { freePort, isListening, waitFor } from './ports.ts';
 export { installJsonParser } from './raw-body.ts';
 export { SealedBox, SealedBoxError, type SealedBoxFailure, type SealedBoxOptions } from './sealed-box.ts';

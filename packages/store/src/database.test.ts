@@ -11,6 +11,7 @@ import {
   type MigrationSet,
   migrateToLatest,
   openDatabase,
+  openMigratedDatabase,
   redactUrl,
   STATEMENT_CACHE_SIZE,
 } from './database.ts';
@@ -74,6 +75,46 @@ describe.each<[Dialect, () => string]>([
     }
   });
 });
+
+it('openMigratedDatabase: migrated and open, or refused with the failing migration named and its pool closed', async () => {
+  const ok = await openMigratedDatabase<DB>(`sqlite:${join(tmp, 'm.db')}`, set);
+  try {
+    expect(await migrateToLatest(ok.db as Kysely<DB>, ok.dialect, set)).toEqual([]);
+  } finally {
+    await ok.close();
+  }
+  const broken: MigrationSet = (d) => ({
+    ...set(d),
+    '0002_bad': {
+      async up(db) {
+        await sql`create table oops (`.execute(db);
+      },
+    },
+  });
+  const before = (await pgPoolCount()) as number;
+  await expect(openMigratedDatabase(pgDb.url, broken)).rejects.toThrow(/migration 0002_bad failed/);
+  // Nothing of the failed open stays connected to the server. A closed connection's backend leaves
+  // pg_stat_activity a moment after the client's end() resolved (CI saw it still listed): wait up to 3 s, well
+  // inside the 10 s after which a leaked pool's idle connection would close by itself.
+  let after = await pgPoolCount();
+  for (const t0 = Date.now(); after !== before && Date.now() - t0 < 3_000; after = await pgPoolCount())
+    await new Promise((r) => setTimeout(r, 50));
+  expect(after).toBe(before);
+});
+
+/** Connections to the test database other than this query's own. */
+async function pgPoolCount(): Promise<number> {
+  const c = new pg.Client({ connectionString: pgDb.url });
+  await c.connect();
+  try {
+    const r = await c.query(
+      'select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+    );
+    return r.rows[0].n as number;
+  } finally {
+    await c.end();
+  }
+}
 
 it('refuses unknown URLs without echoing passwords', () => {
   expect(() => openDatabase('mysql://u:secret@h/db')).toThrow(/postgres:\/\/ or sqlite:/);

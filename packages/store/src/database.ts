@@ -137,6 +137,36 @@ export async function migrateToLatest<DB>(
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
+/**
+ * Opens a database and applies its pending migrations; closes it again if they fail (no pool left behind).
+ * `prepare` runs first on the open database (a pragma, say).
+ *
+ * @example
+ * const { db, dialect, close } = await openMigratedDatabase<MyDb>(url, myMigrations);
+ */
+export async function openMigratedDatabase<DB>(
+  url: string,
+  migrations: MigrationSet,
+  opts: {
+    poolSize?: number;
+    logger?: DatabaseLogger;
+    prepare?: (o: OpenedDatabase<DB>) => Promise<void>;
+  } = {},
+): Promise<OpenedDatabase<DB>> {
+  const opened = openDatabase<DB>(url, {
+    ...(opts.poolSize === undefined ? {} : { poolSize: opts.poolSize }),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  });
+  try {
+    await opts.prepare?.(opened);
+    await migrateToLatest(opened.db, opened.dialect, migrations);
+  } catch (err) {
+    await opened.close();
+    throw err;
+  }
+  return opened;
+}
+
 /** Column type helpers that differ between the dialects. */
 export const columns = {
   /** Auto-incrementing integer primary key. */

@@ -1,6 +1,14 @@
 export type { BytesLike, Hex } from '../bytes.ts';
 export type { RpcReadErrorCode } from '../errors.ts';
 export { ChainInputError, RpcReadError, VerificationError } from '../errors.ts';
+export type { EscrowDepositParams } from './escrow.ts';
+export {
+  ESCROW_CALL_ABI,
+  escrowClaimCalldata,
+  escrowDepositArgs,
+  escrowDepositCalldata,
+  escrowRefundCalldata,
+} from './escrow.ts';
 export type {
   EvmAddress,
   Permit2Domain,

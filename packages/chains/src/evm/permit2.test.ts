@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { keccak_256 } from '@noble/hashes/sha3.js';
 import fc from 'fast-check';
 import {
   encodeAbiParameters,
@@ -451,6 +452,19 @@ describe('Permit2 signature verification', () => {
         },
       ),
       { numRuns: 25 },
+    );
+  });
+});
+
+describe('destinationIdHash', () => {
+  it('hashes the UTF-8 text of an identifier, a 0x address lower-cased first (not its 20 bytes)', () => {
+    const utf8 = (s: string) => `0x${Buffer.from(keccak_256(new TextEncoder().encode(s))).toString('hex')}`;
+    const evm = '0xd62c69F427b5CB171Bf39C22E22F10Cb777aA2C9';
+    // The SDK's signing check computes the same hash independently (keccak-256 of the UTF-8 text).
+    expect(destinationIdHash(evm)).toBe(utf8(evm.toLowerCase()));
+    expect(destinationIdHash(evm)).toBe('0x5f543c86610821049d036e822e86e7207cf20346d4b83acf1d6b12e9801887c7');
+    expect(destinationIdHash('bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080')).toBe(
+      utf8('bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080'),
     );
   });
 });

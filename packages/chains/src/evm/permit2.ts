@@ -1,4 +1,4 @@
-import { keccak256, toBytes as viemToBytes } from 'viem';
+import { keccak256, stringToBytes } from 'viem';
 import { type BytesLike, type Hex, hex0x, preview, toBytes } from '../bytes.ts';
 import { ChainInputError } from '../errors.ts';
 import { eip712Hasher } from './eip712.ts';
@@ -184,7 +184,8 @@ export function destinationIdHash(id: string): Hex {
   if (typeof id !== 'string' || id.length === 0)
     throw new ChainInputError('destination', `expected a non-empty identifier, received ${preview(id)}`);
   const canonical = ADDRESS_RE.test(id) ? id.toLowerCase() : id;
-  return keccak256(viemToBytes(canonical));
+  // UTF-8 of the text: viem's toBytes would read a "0x…" string as hex bytes instead.
+  return keccak256(stringToBytes(canonical));
 }
 
 /** Checks a 20-byte `0x` address and returns it unchanged (mixed case is accepted; checksums are not enforced). */

@@ -1,4 +1,9 @@
-import type { EvmAddress, SwapIntentWitness } from '@rgbx/chains/evm';
+import {
+  ESCROW_CALL_ABI,
+  type EscrowDepositParams,
+  type EvmAddress,
+  escrowDepositArgs,
+} from '@rgbx/chains/evm';
 import { encodeAbiParameters, keccak256, toEventSelector } from 'viem';
 import { SIGNATURE_TRANSFER, SWAP_ESCROW } from './artifacts.ts';
 import { deploy, deployTestToken, devnodeClients } from './token.ts';
@@ -17,11 +22,9 @@ export const SWAP_ESCROW_EVENTS = {
   Refunded: toEventSelector('event Refunded(bytes32 indexed intentId, address indexed owner)'),
 } as const;
 
-/**
- * The escrow's ABI plus SignatureTransfer's: a deposit that SignatureTransfer rejects reverts with
- * SignatureTransfer's custom error (passed up unchanged), which viem decodes only if the ABI has it.
- */
-const ESCROW_CALL_ABI = [...SWAP_ESCROW.abi, ...SIGNATURE_TRANSFER.abi] as const;
+// ESCROW_CALL_ABI (@rgbx/chains/evm) has the escrow's errors and SignatureTransfer's: a deposit that
+// SignatureTransfer rejects reverts with its custom error (passed up unchanged), which viem decodes only
+// if the ABI has it.
 
 type Clients = ReturnType<typeof devnodeClients>;
 
@@ -90,18 +93,7 @@ export async function deploySwapDevnet(
   return { usdc, permit2, escrow };
 }
 
-/** Inputs of {@link escrowDeposit}: the signed permit's values, its owner, the witness and the signature. */
-export interface EscrowDepositParams {
-  token: EvmAddress;
-  amount: bigint;
-  nonce: bigint;
-  /** The permit's deadline (unix seconds). */
-  deadline: bigint;
-  owner: EvmAddress;
-  witness: SwapIntentWitness;
-  /** 65-byte r‖s‖v (v 27/28, low s) or 64-byte EIP-2098. */
-  signature: `0x${string}`;
-}
+export type { EscrowDepositParams };
 
 /**
  * Calls `SwapEscrow.deposit` from `callerKey`'s account (the resolver, or anyone): the escrow pulls
@@ -128,12 +120,7 @@ export async function escrowDeposit(
     address: escrow,
     abi: ESCROW_CALL_ABI,
     functionName: 'deposit',
-    args: [
-      { permitted: { token: p.token, amount: p.amount }, nonce: p.nonce, deadline: p.deadline },
-      p.owner,
-      { ...p.witness },
-      p.signature,
-    ],
+    args: escrowDepositArgs(p),
   });
   return confirmed(c, hash, 'SwapEscrow.deposit');
 }

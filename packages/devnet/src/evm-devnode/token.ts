@@ -13,6 +13,9 @@ import {
 import { type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { PERMIT2_DIGEST_PROBE, TEST_TOKEN } from './artifacts.ts';
 
+/** Per-request timeout of the devnode clients (ms). */
+const DEVNODE_RPC_TIMEOUT_MS = 60_000;
+
 /** viem clients for a devnode (or any node) at `rpcUrl` signing with `privateKey`. Shared with escrow.ts. */
 export function devnodeClients(
   rpcUrl: string,
@@ -30,10 +33,14 @@ export function devnodeClients(
     rpcUrls: { default: { http: [rpcUrl] } },
   });
   const account = privateKeyToAccount(privateKey);
+  // viem's default 10 s per request is too short for a devnode sharing a loaded CI machine (CI saw a
+  // contract deployment's eth_sendRawTransaction time out); a retried send of the same signed bytes is
+  // harmless (same hash), but a timed-out deploy fails the caller.
+  const transport = http(rpcUrl, { timeout: DEVNODE_RPC_TIMEOUT_MS });
   return {
     account,
-    public: createPublicClient({ chain, transport: http(rpcUrl) }),
-    wallet: createWalletClient({ account, chain, transport: http(rpcUrl) }),
+    public: createPublicClient({ chain, transport }),
+    wallet: createWalletClient({ account, chain, transport }),
   };
 }
 

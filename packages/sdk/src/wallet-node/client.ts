@@ -35,6 +35,7 @@ import type {
 } from '@rgbx/contracts/wallet-node';
 import * as C from '@rgbx/contracts/wallet-node';
 import { isLosslessNumber, parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
+import { type EventsOptions, streamSse } from '../sse.ts';
 
 export interface WalletHeaders {
   xpubVanilla: string;
@@ -69,6 +70,30 @@ export type Transfer = C.Static<typeof C.RgbLibTransfer> & Record<string, unknow
 export type Unspent = C.Static<typeof C.RgbLibUnspent> & Record<string, unknown>;
 export type Transaction = C.Static<typeof C.RgbLibTransaction>;
 
+/** Balances in a balance event (decimal strings). */
+export type WalletBalanceAmounts = C.WalletBalanceAmounts;
+/**
+ * A transfer's status changed (`old_status` null: seen for the first time). Amounts are decimal strings. Every event
+ * has `id` (per wallet, increasing), `at` (ISO 8601 UTC time the node found the change), `wallet` (the master
+ * fingerprint) and `source` (`refresh`: the node's background refresh, `call`: after a client call, `abortbegin`,
+ * `begin_ttl`).
+ */
+export type WalletTransferEvent = C.WalletTransferEvent;
+/** An asset's balance changed (`old` null: the asset appeared). */
+export type WalletBalanceEvent = C.WalletBalanceEvent;
+/** A begin's holds were released: by `abortbegin` (`aborted`) or after the node's begin TTL (`expired`). */
+export type WalletBeginReleasedEvent = C.WalletBeginReleasedEvent;
+export type WalletEvent = C.WalletEvent;
+/** What `WalletNodeClient.events()` yields: `id` is the SSE id (pass the last one as `lastEventId` to resume). */
+export type WalletEventItem =
+  | { type: 'transfer'; id: string; data: WalletTransferEvent }
+  | { type: 'balance'; id: string; data: WalletBalanceEvent }
+  | { type: 'begin_released'; id: string; data: WalletBeginReleasedEvent }
+  | { type: 'reset'; id: string; data: C.WalletEventsReset };
+
+/** `GET /wallet/webhook`: a wallet's webhook and its delivery. */
+export type WalletWebhookStatus = C.WalletWebhookStatus;
+
 /** An error answered by the wallet node (its `{error:{code,status,message,details}}` envelope, or the 401 text). */
 export class WalletNodeError extends Error {
   override readonly name = 'WalletNodeError';
@@ -76,7 +101,15 @@ export class WalletNodeError extends Error {
   readonly code: number | null;
   readonly status: string | null;
   readonly details: Record<string, unknown>;
-  constructor(httpStatus: number, body: string) {
+  /**
+   * Seconds the node asks to wait before retrying (its `Retry-After`: a 503 when the indexer refuses or every
+   * online place is busy), null when it sent none.
+   *
+   * @example
+   * catch (e) { if (e instanceof WalletNodeError && e.retryAfterSecs !== null) await sleep(e.retryAfterSecs * 1000); }
+   */
+  readonly retryAfterSecs: number | null;
+  constructor(httpStatus: number, body: string, retryAfter?: string | null) {
     let env: WalletErrorEnvelopeT | undefined;
     try {
       env = JSON.parse(body) as WalletErrorEnvelopeT;
@@ -86,7 +119,20 @@ export class WalletNodeError extends Error {
     this.code = env?.error?.code ?? null;
     this.status = env?.error?.status ?? null;
     this.details = env?.error?.details ?? {};
+    this.retryAfterSecs = retryAfterSeconds(retryAfter);
   }
+}
+
+/** `Retry-After` as seconds from now: delta-seconds, or an HTTP-date (RFC 9110 §10.2.3); null if absent or unreadable. */
+export function retryAfterSeconds(value: string | null | undefined, now = Date.now()): number | null {
+  if (value === null || value === undefined) return null;
+  const v = value.trim();
+  if (/^\d{1,10}$/.test(v)) return Number(v);
+  // An IMF-fixdate ("Fri, 27 Nov 2026 15:00:30 GMT"); Date.parse alone would take "-3" for a year.
+  const at = /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(v)
+    ? Date.parse(v)
+    : Number.NaN;
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
 const digitsOf = (v: unknown) => (isLosslessNumber(v) ? v.value : undefined);
@@ -114,7 +160,7 @@ export class WalletNodeClient {
   static async generateKeys(baseUrl: string): Promise<GenerateKeysResponseT> {
     const res = await fetch(`${baseUrl.replace(/\/$/, '')}/wallet/generate_keys`, { method: 'POST' });
     const text = await res.text();
-    if (!res.ok) throw new WalletNodeError(res.status, text);
+    if (!res.ok) throw new WalletNodeError(res.status, text, res.headers.get('retry-after'));
     return JSON.parse(text) as GenerateKeysResponseT;
   }
 
@@ -138,7 +184,7 @@ export class WalletNodeClient {
       ...(body === undefined ? {} : { body: losslessStringify(body) ?? 'null' }),
     });
     const text = await res.text();
-    if (!res.ok) throw new WalletNodeError(res.status, text);
+    if (!res.ok) throw new WalletNodeError(res.status, text, res.headers.get('retry-after'));
     return parseReply(text, reply) as T;
   }
 
@@ -146,7 +192,7 @@ export class WalletNodeClient {
     // fetch sets the multipart content type with its boundary.
     const res = await fetch(this.baseUrl + path, { method: 'POST', headers: this.#headers, body: form });
     const text = await res.text();
-    if (!res.ok) throw new WalletNodeError(res.status, text);
+    if (!res.ok) throw new WalletNodeError(res.status, text, res.headers.get('retry-after'));
     return parseReply(text, reply) as T;
   }
 
@@ -241,7 +287,7 @@ export class WalletNodeClient {
     const res = await fetch(`${this.baseUrl}/wallet/backup/${encodeURIComponent(backupId)}`, {
       headers: this.#headers,
     });
-    if (!res.ok) throw new WalletNodeError(res.status, await res.text());
+    if (!res.ok) throw new WalletNodeError(res.status, await res.text(), res.headers.get('retry-after'));
     return new Uint8Array(await res.arrayBuffer());
   }
   /** Restores this client's wallet from a backup file into a node that does not have it yet. */
@@ -301,9 +347,70 @@ export class WalletNodeClient {
   drop(): Promise<null> {
     return this.#post('/wallet/drop', Bare);
   }
+  /**
+   * The wallet's events as they happen (`GET /wallet/events`, Server-Sent Events): one `transfer` per transfer
+   * status change, one `balance` per asset balance change, one `begin_released` per begin released, and a `reset`
+   * when the resume point is past the node's retention. Reconnects by itself and resumes with `Last-Event-ID`
+   * (each event once, in order); pass the `id` of the last item you processed as `lastEventId` to resume across
+   * restarts. Amounts are decimal strings.
+   *
+   * @example
+   * for await (const ev of node.events({ signal: ac.signal })) {
+   *   if (ev.type === 'transfer' && ev.data.new_status === 'Settled') console.log('settled', ev.data.idx);
+   *   saved = ev.id;
+   * }
+   */
+  events(opts: EventsOptions = {}): AsyncGenerator<WalletEventItem> {
+    return streamSse<WalletEventItem>(
+      {
+        url: new URL(`${this.baseUrl}/wallet/events`),
+        headers: this.#headers,
+        events: ['transfer', 'balance', 'begin_released', 'reset'],
+        fetch,
+        failure: (res, text) =>
+          res.status === 429 || res.status >= 500
+            ? undefined
+            : new WalletNodeError(res.status, text, res.headers.get('retry-after')),
+      },
+      opts,
+    );
+  }
+  /**
+   * `POST /wallet/webhook`: the wallet's events (those of `events()`) are POSTed to `url` from its next event on,
+   * one per request in id order, signed like the cloud's webhooks; at least once, retried until accepted. Verify
+   * them with `verifyWalletWebhook` and the key of `webhookPublicKey()`.
+   *
+   * @example
+   * await node.setWebhook('https://app.example/rgb-events');
+   * const { data: pem } = await WalletNodeClient.webhookPublicKey(node.baseUrl);
+   */
+  setWebhook(url: string): Promise<WalletWebhookStatus> {
+    return this.#post('/wallet/webhook', Bare, { url });
+  }
+  /** `GET /wallet/webhook`: the URL (null: none) and how delivery goes (pending, failures, next attempt). */
+  async webhook(): Promise<WalletWebhookStatus> {
+    return this.#send('GET', '/wallet/webhook');
+  }
+  /** `DELETE /wallet/webhook`; `removed: false` when there was none. */
+  async deleteWebhook(): Promise<{ removed: boolean }> {
+    return this.#send('DELETE', '/wallet/webhook');
+  }
+  async #send<T>(method: 'GET' | 'DELETE', path: string): Promise<T> {
+    const res = await fetch(this.baseUrl + path, { method, headers: this.#headers });
+    const text = await res.text();
+    if (!res.ok) throw new WalletNodeError(res.status, text, res.headers.get('retry-after'));
+    return JSON.parse(text) as T;
+  }
+  /** `GET /wallet/webhook/public-key` of a node: the PEM that verifies its webhooks (needs no wallet). */
+  static async webhookPublicKey(baseUrl: string): Promise<{ data: string; keyId: string }> {
+    const res = await fetch(`${baseUrl.replace(/\/$/, '')}/wallet/webhook/public-key`);
+    const text = await res.text();
+    if (!res.ok) throw new WalletNodeError(res.status, text, res.headers.get('retry-after'));
+    return JSON.parse(text) as { data: string; keyId: string };
+  }
   async version(): Promise<VersionInfoT> {
     const res = await fetch(`${this.baseUrl}/version`);
-    if (!res.ok) throw new WalletNodeError(res.status, await res.text());
+    if (!res.ok) throw new WalletNodeError(res.status, await res.text(), res.headers.get('retry-after'));
     return (await res.json()) as VersionInfoT;
   }
 }

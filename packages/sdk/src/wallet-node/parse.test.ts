@@ -1,6 +1,6 @@
 import * as C from '@rgbx/contracts/wallet-node';
 import { describe, expect, it } from 'vitest';
-import { parseReply } from './client.ts';
+import { parseReply, retryAfterSeconds, WalletNodeError } from './client.ts';
 
 const MAX = 18446744073709551615n;
 
@@ -21,5 +21,26 @@ describe('SDK replies read against their route schema', () => {
     expect(assets.cfa[0]!.issued_supply).toBe(3n);
     // A field no schema names is never rounded either.
     expect(parseReply(`{"new_field":${MAX}}`, C.AssetIfa)).toEqual({ new_field: MAX });
+  });
+});
+
+describe('Retry-After', () => {
+  const now = Date.parse('2026-11-27T15:00:00Z');
+  it('reads delta-seconds and HTTP-dates; null when absent or unreadable', () => {
+    expect(retryAfterSeconds('7', now)).toBe(7);
+    expect(retryAfterSeconds(' 0 ', now)).toBe(0);
+    expect(retryAfterSeconds('Fri, 27 Nov 2026 15:00:30 GMT', now)).toBe(30);
+    expect(retryAfterSeconds('Fri, 27 Nov 2026 14:59:00 GMT', now)).toBe(0);
+    expect(retryAfterSeconds(null, now)).toBeNull();
+    expect(retryAfterSeconds('-3', now)).toBeNull();
+    expect(retryAfterSeconds('soon', now)).toBeNull();
+  });
+  it('is carried by WalletNodeError beside the envelope', () => {
+    const body = JSON.stringify({
+      error: { code: 1018, status: 'indexer_unavailable', message: 'm', details: {} },
+    });
+    const e = new WalletNodeError(503, body, '5');
+    expect([e.httpStatus, e.code, e.status, e.retryAfterSecs]).toEqual([503, 1018, 'indexer_unavailable', 5]);
+    expect(new WalletNodeError(500, 'x').retryAfterSecs).toBeNull();
   });
 });

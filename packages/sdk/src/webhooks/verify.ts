@@ -4,7 +4,9 @@
  * the node the receiver expects. Pass the raw body: a re-serialized JSON body does not verify.
  */
 import { createPublicKey, type KeyObject, verify } from 'node:crypto';
+import type { WalletEvent } from '../wallet-node/client.ts';
 import { type NodeStatusEvent, parseNodeStatusEvent } from './payload.ts';
+import { parseWalletEvent } from './wallet-payload.ts';
 
 /** A PEM (SPKI `BEGIN PUBLIC KEY`) string or a KeyObject; an array during key rotation. */
 export type PublicKeyInput = string | KeyObject | readonly (string | KeyObject)[];
@@ -56,6 +58,47 @@ function nodeMatches(expected: ExpectedNodeId, nodeId: string): boolean {
   return expected.includes(nodeId);
 }
 
+/** The signature check alone: the result of checking `X-Service-Signature` over the raw body. */
+export type SignatureCheck =
+  | { ok: true; text: string }
+  | { ok: false; reason: 'missing_signature' | 'invalid_signature'; message: string };
+
+/**
+ * Checks the RSA-SHA256 (PKCS#1 v1.5) signature of a webhook from any of our services (the cloud's node-status
+ * webhooks, the wallet node's wallet-event webhooks) over the exact request bytes; on success returns the body
+ * as text for the payload's own parser. Never throws for bad input.
+ *
+ * @example
+ * const s = verifyWebhookSignature(rawBody, req.headers['x-service-signature'], pem);
+ * if (!s.ok) return reply.code(403).send({ message: s.message });
+ */
+export function verifyWebhookSignature(
+  rawBody: string | Uint8Array,
+  signature: string | readonly string[] | undefined | null,
+  publicKey: PublicKeyInput,
+): SignatureCheck {
+  const bytes = toBytes(rawBody);
+  const keys = toKeys(publicKey);
+  if (signature === undefined || signature === null || signature === '') {
+    return { ok: false, reason: 'missing_signature', message: 'X-Service-Signature header is missing' };
+  }
+  if (typeof signature !== 'string' || !BASE64.test(signature.trim())) {
+    return { ok: false, reason: 'invalid_signature', message: 'X-Service-Signature is not one Base64 value' };
+  }
+  const sig = Buffer.from(signature.trim(), 'base64');
+  const valid = keys.some((key) => {
+    try {
+      return verify('sha256', bytes, key, sig);
+    } catch {
+      return false;
+    }
+  });
+  if (!valid) {
+    return { ok: false, reason: 'invalid_signature', message: 'signature does not match the body' };
+  }
+  return { ok: true, text: bytes.toString('utf8') };
+}
+
 /**
  * Verifies one webhook request.
  *
@@ -76,29 +119,47 @@ export function verifyWebhook(
   publicKey: PublicKeyInput,
   expectedNodeId: ExpectedNodeId,
 ): WebhookVerification {
-  const bytes = toBytes(rawBody);
-  const keys = toKeys(publicKey);
-  if (signature === undefined || signature === null || signature === '') {
-    return { ok: false, reason: 'missing_signature', message: 'X-Service-Signature header is missing' };
-  }
-  if (typeof signature !== 'string' || !BASE64.test(signature.trim())) {
-    return { ok: false, reason: 'invalid_signature', message: 'X-Service-Signature is not one Base64 value' };
-  }
-  const sig = Buffer.from(signature.trim(), 'base64');
-  const valid = keys.some((key) => {
-    try {
-      return verify('sha256', bytes, key, sig);
-    } catch {
-      return false;
-    }
-  });
-  if (!valid) {
-    return { ok: false, reason: 'invalid_signature', message: 'signature does not match the body' };
-  }
-  const parsed = parseNodeStatusEvent(bytes.toString('utf8'));
+  const checked = verifyWebhookSignature(rawBody, signature, publicKey);
+  if (!checked.ok) return checked;
+  const parsed = parseNodeStatusEvent(checked.text);
   if ('error' in parsed) return { ok: false, reason: 'invalid_payload', message: parsed.error };
   if (!nodeMatches(expectedNodeId, parsed.event.nodeId)) {
     return { ok: false, reason: 'unexpected_node', message: 'nodeId is not the expected node' };
+  }
+  return { ok: true, event: parsed.event };
+}
+
+export type WalletWebhookVerification =
+  | { ok: true; event: WalletEvent }
+  | {
+      ok: false;
+      reason: 'missing_signature' | 'invalid_signature' | 'invalid_payload' | 'unexpected_wallet';
+      message: string;
+    };
+
+/**
+ * Verifies one wallet-event webhook of the wallet node (`POST /wallet/webhook`): the signature as for the cloud's
+ * webhooks (same headers, same scheme; the key from the node's `GET /wallet/webhook/public-key`), then the event,
+ * then that it belongs to `expectedWallet` (the wallet's master fingerprint). Deduplicate by
+ * `X-Service-Event-Id` (retries repeat it); `event.id` increases by one per event of the wallet.
+ *
+ * @example
+ * const r = verifyWalletWebhook(rawBody, req.headers['x-service-signature'], pem, '1a2b3c4d');
+ * if (r.ok && r.event.type === 'transfer') console.log(r.event.idx, r.event.new_status);
+ */
+export function verifyWalletWebhook(
+  rawBody: string | Uint8Array,
+  signature: string | readonly string[] | undefined | null,
+  publicKey: PublicKeyInput,
+  expectedWallet: string | readonly string[],
+): WalletWebhookVerification {
+  const checked = verifyWebhookSignature(rawBody, signature, publicKey);
+  if (!checked.ok) return checked;
+  const parsed = parseWalletEvent(checked.text);
+  if ('error' in parsed) return { ok: false, reason: 'invalid_payload', message: parsed.error };
+  const wallets = typeof expectedWallet === 'string' ? [expectedWallet] : expectedWallet;
+  if (!wallets.includes(parsed.event.wallet)) {
+    return { ok: false, reason: 'unexpected_wallet', message: 'wallet is not the expected wallet' };
   }
   return { ok: true, event: parsed.event };
 }
