@@ -189,6 +189,11 @@ function renderNodes(nodes) {
 }
 
 function select(n) {
+  if (selected?.nodeId !== n.nodeId) {
+    olderDeliveries = [];
+    nextBefore = null;
+    $('#deliveries-msg').textContent = '';
+  }
   selected = n;
   $('#details').hidden = false;
   $('#details-name').textContent = n.name;
@@ -233,8 +238,195 @@ async function redeliver(eventId) {
   await refreshEvents();
 }
 
+// ---------- deliveries (one row per attempt), charts ----------
+
+const SVG = 'http://www.w3.org/2000/svg';
+function svg(tag, attrs = {}, text) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = String(text);
+  return e;
+}
+const W = 520;
+const H = 170;
+const PAD = { l: 84, r: 12, t: 12, b: 24 };
+const STATUS_LEVELS = ['FAILED', 'PAUSED', 'IN_PROGRESS', 'STARTING', 'RUNNING'];
+/** Older pages loaded with "Older deliveries" (the first page is refetched every second). */
+let olderDeliveries = [];
+let nextBefore = null;
+
+const clock = (iso) => new Date(iso).toLocaleTimeString();
+const failed = (o) => o !== 'success' && o !== 'in_flight';
+
+function axes(chart, yLabels) {
+  chart.append(
+    svg('line', { class: 'axis', x1: PAD.l, y1: H - PAD.b, x2: W - PAD.r, y2: H - PAD.b }),
+    svg('line', { class: 'axis', x1: PAD.l, y1: PAD.t, x2: PAD.l, y2: H - PAD.b }),
+  );
+  for (const [y, label] of yLabels)
+    chart.append(svg('text', { x: PAD.l - 6, y: y + 3, 'text-anchor': 'end' }, label));
+}
+function timeLabels(chart, t0, t1) {
+  chart.append(
+    svg('text', { x: PAD.l, y: H - 8 }, clock(new Date(t0).toISOString())),
+    svg('text', { x: W - PAD.r, y: H - 8, 'text-anchor': 'end' }, clock(new Date(t1).toISOString())),
+  );
+}
+
+// Latency of every finished attempt, in time order; a red point is a failed attempt.
+function drawLatency(deliveries) {
+  const chart = $('#latency-chart');
+  const pts = deliveries.filter((d) => d.durationMs !== null).reverse();
+  chart.replaceChildren();
+  chart.dataset.points = String(pts.length);
+  const max = Math.max(1, ...pts.map((d) => d.durationMs));
+  const yOf = (ms) => H - PAD.b - (ms / max) * (H - PAD.t - PAD.b);
+  axes(chart, [
+    [yOf(max), `${max} ms`],
+    [yOf(0), '0'],
+  ]);
+  if (pts.length === 0) return;
+  const t0 = Date.parse(pts[0].startedAt);
+  const t1 = Math.max(t0 + 1, Date.parse(pts.at(-1).startedAt));
+  const xOf = (iso) => PAD.l + ((Date.parse(iso) - t0) / (t1 - t0)) * (W - PAD.l - PAD.r);
+  chart.append(
+    svg('polyline', {
+      class: 'line',
+      points: pts.map((d) => `${xOf(d.startedAt).toFixed(1)},${yOf(d.durationMs).toFixed(1)}`).join(' '),
+    }),
+  );
+  for (const d of pts) {
+    const c = svg('circle', {
+      class: `pt ${failed(d.outcome) ? 'fail' : 'ok'}`,
+      cx: xOf(d.startedAt).toFixed(1),
+      cy: yOf(d.durationMs).toFixed(1),
+      r: 3.5,
+      'data-delivery-id': d.deliveryId,
+    });
+    c.append(svg('title', {}, `${clock(d.startedAt)} · ${d.outcome} · ${d.durationMs} ms`));
+    chart.append(c);
+  }
+  timeLabels(chart, t0, t1);
+}
+
+// The node's status as a step line, one point per change, up to now.
+function drawStatus(changes) {
+  const chart = $('#status-chart');
+  chart.replaceChildren();
+  chart.dataset.points = String(changes.length);
+  const step = (H - PAD.t - PAD.b) / (STATUS_LEVELS.length - 1);
+  const yOf = (status) => H - PAD.b - Math.max(0, STATUS_LEVELS.indexOf(status)) * step;
+  axes(
+    chart,
+    STATUS_LEVELS.map((s) => [yOf(s), s]),
+  );
+  if (changes.length === 0) return;
+  const t0 = Date.parse(changes[0].at);
+  const t1 = Math.max(t0 + 1, Date.now());
+  const xOf = (ms) => PAD.l + ((ms - t0) / (t1 - t0)) * (W - PAD.l - PAD.r);
+  const path = [];
+  changes.forEach((c, i) => {
+    const x = xOf(Date.parse(c.at)).toFixed(1);
+    if (i > 0) path.push(`${x},${yOf(changes[i - 1].status).toFixed(1)}`);
+    path.push(`${x},${yOf(c.status).toFixed(1)}`);
+  });
+  path.push(`${xOf(t1).toFixed(1)},${yOf(changes.at(-1).status).toFixed(1)}`);
+  chart.append(svg('polyline', { class: 'line', points: path.join(' ') }));
+  for (const c of changes) {
+    const p = svg('circle', {
+      class: 'pt status',
+      cx: xOf(Date.parse(c.at)).toFixed(1),
+      cy: yOf(c.status).toFixed(1),
+      r: 3.5,
+      'data-status': c.status,
+    });
+    p.append(svg('title', {}, `${clock(c.at)} · ${c.status}`));
+    chart.append(p);
+  }
+  timeLabels(chart, t0, t1);
+}
+
+async function redeliverAttempt(d) {
+  $('#deliveries-msg').textContent = '';
+  try {
+    await api('POST', `/nodes/${selected.nodeId}/deliveries/${d.deliveryId}/redeliver`);
+    $('#deliveries-msg').textContent =
+      `Event #${d.sequence} (${d.eventStatus}) queued again with the same event id`;
+  } catch (err) {
+    $('#deliveries-msg').textContent = err.message;
+  }
+  await refreshEvents();
+}
+
+function renderDeliveries(rows) {
+  $('#deliveries tbody').replaceChildren(
+    ...rows.map((d) =>
+      el(
+        'tr',
+        { 'data-delivery-id': d.deliveryId, 'data-event-id': d.eventId, 'data-outcome': d.outcome },
+        el('td', {}, clock(d.startedAt)),
+        el('td', {}, `#${d.sequence} `, el('span', { class: `badge ${d.eventStatus}` }, d.eventStatus)),
+        el('td', {}, `#${d.attempt}`),
+        el('td', {}, el('code', { title: d.keyId }, `${d.keyId.slice(0, 10)}…`)),
+        el('td', {}, d.statusCode ?? '—'),
+        el('td', {}, d.durationMs === null ? '—' : `${d.durationMs} ms`),
+        el(
+          'td',
+          { class: `outcome ${d.outcome === 'success' ? 'success' : failed(d.outcome) ? 'fail' : ''}` },
+          d.outcome,
+          d.error ? el('div', { class: 'muted' }, d.error) : '',
+        ),
+        el(
+          'td',
+          {},
+          el(
+            'button',
+            { type: 'button', 'data-op': 'redeliver', onclick: () => redeliverAttempt(d) },
+            'Redeliver',
+          ),
+        ),
+      ),
+    ),
+  );
+  $('#deliveries-empty').hidden = rows.length > 0;
+}
+
+async function refreshDeliveries() {
+  if (!selected) return;
+  const id = selected.nodeId;
+  const [page, history] = await Promise.all([
+    api('GET', `/nodes/${id}/deliveries?limit=50`),
+    api('GET', `/nodes/${id}/status-history?limit=200`),
+  ]);
+  if (selected?.nodeId !== id) return;
+  const seen = new Set(page.data.map((d) => d.deliveryId));
+  const rows = [...page.data, ...olderDeliveries.filter((d) => !seen.has(d.deliveryId))];
+  if (olderDeliveries.length === 0) nextBefore = page.nextBefore;
+  $('#deliveries-older').hidden = nextBefore === null;
+  renderDeliveries(rows);
+  drawLatency(rows);
+  drawStatus(history.data);
+}
+
+$('#deliveries-older').addEventListener('click', async () => {
+  if (!selected || nextBefore === null) return;
+  try {
+    const page = await api('GET', `/nodes/${selected.nodeId}/deliveries?limit=50&before=${nextBefore}`);
+    olderDeliveries = [...olderDeliveries, ...page.data];
+    nextBefore = page.nextBefore;
+  } catch (err) {
+    $('#deliveries-msg').textContent = err.message;
+  }
+  await refreshEvents();
+});
+
 async function refreshEvents() {
   if (!selected) return;
+  try {
+    await refreshDeliveries();
+  } catch {
+    // the node was just deleted; the next refresh closes the panel
+  }
   let data;
   try {
     ({ data } = await api('GET', `/nodes/${selected.nodeId}/webhooks/events?limit=50`));

@@ -16,6 +16,8 @@ commands:
   keys activate KEY_ID                sign with this published key from now on
   keys retire KEY_ID                  stop publishing a key that no longer signs
   encryption-key                      print a new random key for [signing_keys] (64 hex chars)
+  k8s render NODE_ID                  print the Kubernetes manifests the kubernetes driver applies for
+                                      this node (YAML, with the configured [kubernetes] and [backend])
 
 options:
   -c, --config FILE   TOML configuration (see apps/cloud/README.md); every key has a default
@@ -39,7 +41,8 @@ export type Command =
   | { kind: 'keys-add' }
   | { kind: 'keys-activate'; kid: string }
   | { kind: 'keys-retire'; kid: string }
-  | { kind: 'encryption-key' };
+  | { kind: 'encryption-key' }
+  | { kind: 'k8s-render'; nodeId: string };
 
 export function parseCli(argv: string[]): { config?: string; command: Command } {
   const parsed = parse(argv);
@@ -72,6 +75,10 @@ export function parseCli(argv: string[]): { config?: string; command: Command } 
       });
     if (action === 'revoke') return withConfig({ kind: 'tokens-revoke', id: need('TOKEN_ID') });
     throw new UsageError(`unknown tokens command "${action ?? ''}" (create, list, revoke)`);
+  }
+  if (group === 'k8s') {
+    if (action === 'render') return withConfig({ kind: 'k8s-render', nodeId: need('NODE_ID') });
+    throw new UsageError(`unknown k8s command "${action ?? ''}" (render)`);
   }
   if (group === 'keys') {
     if (action === 'list') return withConfig({ kind: 'keys-list' });

@@ -4,7 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer, ErrorEnvelope, type Logger, type ServiceApp } from '@rgbx/service-kit';
+import { AddressPolicy, type Resolver, systemResolver } from '@rgbx/service-kit/webhooks';
 import type { Dialect } from '@rgbx/store';
+import { sql } from 'kysely';
 import { type CloudConfig, requireEncryptionKey } from './config.ts';
 import { openCloudDatabase } from './db/open.ts';
 import type { CloudDb } from './db/schema.ts';
@@ -12,17 +14,20 @@ import { cloudEnvelope } from './errors.ts';
 import { registerConsole } from './http/console.ts';
 import { requestLogSerializer, scrubLogFields } from './http/log-redaction.ts';
 import { registerRoutes } from './http/routes.ts';
+import { CloudMetrics } from './metrics.ts';
 import { backendResolver } from './nodes/backend.ts';
+import { Cluster } from './nodes/cluster.ts';
 import type { NodeDriver } from './nodes/driver.ts';
+import { createKubernetesDriver } from './nodes/k8s/index.ts';
 import { LocalProcessDriver } from './nodes/local-driver.ts';
-import { NodeLocks } from './nodes/locks.ts';
+import { type NodeLockService, NodeLocks } from './nodes/locks.ts';
 import { NodeManager } from './nodes/manager.ts';
+import { NOTIFY_CHANNEL, PgNodeLocks } from './nodes/pg-locks.ts';
 import type { StatusDeps } from './nodes/status.ts';
-import { Supervisor } from './nodes/supervisor.ts';
+import { Supervisor, specOf } from './nodes/supervisor.ts';
 import { Dispatcher, type DispatcherOptions } from './webhooks/dispatcher.ts';
 import { SigningKeyVault } from './webhooks/key-vault.ts';
 import { prepareKeyRing, SignerCache } from './webhooks/keys.ts';
-import { AddressPolicy, type Resolver, systemResolver } from './webhooks/ssrf.ts';
 
 export const CLOUD_VERSION = '0.1.0';
 
@@ -30,9 +35,13 @@ export interface BuildCloudOptions {
   logger: Logger;
   /** Replace the local process driver (e.g. a Kubernetes driver). */
   driver?: NodeDriver;
+  /** The driver's kind, recorded for the other instances (default `local`, or `custom` with `driver`). */
+  driverKind?: string;
   /** DNS for webhook destinations (tests inject one to simulate hostile DNS). */
   resolver?: Resolver;
   onAttempt?: DispatcherOptions['onAttempt'];
+  /** The Prometheus metrics to fill (default: new ones, with Node's process metrics). */
+  metrics?: CloudMetrics;
 }
 
 export interface Cloud {
@@ -42,8 +51,12 @@ export interface Cloud {
   manager: NodeManager;
   supervisor: Supervisor;
   dispatcher: Dispatcher;
+  /** This instance among the others on the same database. */
+  cluster: Cluster;
   /** Seals and opens the signing keys' private parts (the configured encryption key). */
   vault: SigningKeyVault;
+  /** Prometheus metrics (served by main.ts on `[metrics]`'s own listener, never by `app`). */
+  metrics: CloudMetrics;
   /** Starts the supervisor and the dispatcher (the HTTP app is listened on by the caller). */
   startWorkers(): void;
   /** Stops workers (and node processes with `stopNodes`), then closes the database. */
@@ -57,27 +70,55 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
   const n = cfg.nodes;
   // Where nodes point, before anything is opened: a configured plug-in that does not load is a
   // ConfigError naming `backend.plugin`.
-  const driver =
+  const driverKind = opts.driverKind ?? (opts.driver ? 'custom' : cfg.backend.driver);
+  const driver: NodeDriver =
     opts.driver ??
-    new LocalProcessDriver({
-      walletNodeMain: cfg.walletNodeMain,
-      backend: await backendResolver(cfg),
-      healthTimeoutMs: n.health_timeout_ms,
-    });
+    (cfg.backend.driver === 'kubernetes'
+      ? createKubernetesDriver(cfg, await backendResolver(cfg), logger.child({ component: 'kubernetes' }))
+      : new LocalProcessDriver({
+          walletNodeMain: cfg.walletNodeMain,
+          backend: await backendResolver(cfg),
+          healthTimeoutMs: n.health_timeout_ms,
+        }));
   const opened = await openCloudDatabase(
     cfg.databaseUrl,
     cfg.dataDir,
     logger.child({ component: 'database' }),
   );
   const { db, dialect, close: closeDb } = opened;
+  const cluster = new Cluster({
+    db,
+    dialect,
+    logger: logger.child({ component: 'cluster' }),
+    leaseMs: cfg.cluster.lease_ms,
+    driver: driverKind,
+  });
+  // Set once the supervisor exists: notifications and claims kick it.
+  let kick: (nodeId: string) => void = () => undefined;
+  let locks: NodeLockService = new NodeLocks();
   try {
     const { sealed } = await prepareKeyRing(db, vault, dialect);
     if (sealed > 0)
       logger.warn({ sealed }, 'signing keys stored as plain PEM were encrypted with the configured key');
+    // A second instance on one SQLite file, or one that cannot share the database, stops here.
+    await cluster.join();
+    if (dialect === 'postgres') {
+      const pgLocks = new PgNodeLocks(cfg.databaseUrl, logger.child({ component: 'locks' }), (id) =>
+        kick(id),
+      );
+      locks = pgLocks;
+      await pgLocks.connect().catch(async (err: unknown) => {
+        await cluster.leave();
+        throw err;
+      });
+    }
   } catch (err) {
     await closeDb();
+    await driver.close?.();
     throw err;
   }
+  const metrics = opts.metrics ?? new CloudMetrics();
+  metrics.watchDatabase(db, logger.child({ component: 'metrics' }));
   const w = cfg.webhooks;
   const policy = new AddressPolicy({ allowCidrs: w.allow_cidrs, allowHttp: w.allow_http });
   const resolver = opts.resolver ?? systemResolver;
@@ -97,6 +138,8 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     ...(w.extra_ca_file ? { extraCa: readFileSync(w.extra_ca_file, 'utf8') } : {}),
     logger: logger.child({ component: 'webhooks' }),
     ...(opts.onAttempt ? { onAttempt: opts.onAttempt } : {}),
+    onDelivery: metrics.onDelivery,
+    onInterrupted: metrics.onInterrupted,
   });
   const deps: StatusDeps = {
     db,
@@ -104,11 +147,11 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     maxPayloadBytes: w.max_payload_bytes,
     onEvent: () => dispatcher.wake(),
   };
-  const locks = new NodeLocks();
   const supervisor = new Supervisor({
     deps,
     driver,
     locks,
+    cluster,
     logger: logger.child({ component: 'supervisor' }),
     startTimeoutMs: n.start_timeout_ms,
     healthIntervalMs: n.health_interval_ms,
@@ -117,11 +160,25 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     restartBackoffMs: n.restart_backoff_ms,
     maxRestarts: n.max_restarts,
     restartWindowMs: n.restart_window_ms,
+    onRestart: metrics.onRestart,
+    onFailure: metrics.onFailure,
   });
+  kick = (id) => supervisor.kick(id);
+  cluster.onClaimed = (ids) => {
+    for (const id of ids) supervisor.kick(id);
+  };
   const manager = new NodeManager({
     deps,
     locks,
     supervisor,
+    cluster,
+    ...(dialect === 'postgres'
+      ? {
+          notify: async (id: string) => {
+            await sql`select pg_notify(${NOTIFY_CHANNEL}, ${id})`.execute(db);
+          },
+        }
+      : {}),
     policy,
     resolver,
     resolveTimeoutMs: w.connect_timeout_ms,
@@ -155,8 +212,19 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     swagger: { title: 'rgbx cloud API', description: 'Hosted wallet nodes with signed status webhooks' },
   });
   app.addSchema(ErrorEnvelope.schema);
+  metrics.instrument(app);
   app.get('/healthcheck', { schema: { hide: true } }, async (_req, reply) => reply.code(200).send());
-  registerRoutes(app, { db, manager, wakeDispatcher: () => dispatcher.wake() });
+  registerRoutes(app, {
+    db,
+    manager,
+    wakeDispatcher: () => dispatcher.wake(),
+    ...(driver.apiUrl
+      ? {
+          apiUrlOf: (row: Parameters<typeof specOf>[0] & { pid: number | null }) =>
+            driver.apiUrl!(specOf(row), { pid: row.pid ?? 0, port: row.port ?? 0 }),
+        }
+      : {}),
+  });
   registerConsole(app);
 
   let closed = false;
@@ -167,8 +235,11 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
     manager,
     supervisor,
     dispatcher,
+    cluster,
     vault,
+    metrics,
     startWorkers() {
+      cluster.start();
       supervisor.start();
       dispatcher.start();
     },
@@ -177,7 +248,11 @@ export async function buildCloud(cfg: CloudConfig, opts: BuildCloudOptions): Pro
       closed = true;
       await supervisor.stop();
       await dispatcher.stop();
+      await driver.close?.();
       if (o.stopNodes ?? n.stop_on_shutdown) await supervisor.stopAllProcesses();
+      // Our nodes lose their owner now: another live instance claims them at its next renewal.
+      await cluster.leave().catch((err: unknown) => logger.error({ err }, 'leaving the cluster failed'));
+      await locks.close?.();
       await app.close();
       await closeDb();
     },

@@ -20,7 +20,7 @@ describe('configuration', () => {
     expect(loadConfig({ text: '[nodes]\nwallet_node_main = "x/main.js"' }).walletNodeMain).toBe(
       join(process.cwd(), 'x/main.js'),
     );
-    expect(c.backend).toEqual({});
+    expect(c.backend).toEqual({ driver: 'local' });
     expect(c.api).toEqual({ listen_address: '127.0.0.1', port: 3200, body_limit_bytes: 65536 });
     expect(c.webhooks.retry_schedule_ms).toEqual([
       5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000,

@@ -6,7 +6,14 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
-import { ConfigError, type ConfigIssue, loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
+import {
+  ConfigError,
+  type ConfigIssue,
+  loadTomlConfig,
+  MetricsConfigSchema,
+  type Static,
+  Type,
+} from '@rgbx/service-kit';
 
 /** The hosted nodes' package (a dependency of the cloud) and the bin the local driver runs. */
 const WALLET_NODE_PACKAGE = '@rgbx/wallet-node';
@@ -99,6 +106,8 @@ export const ConfigSchema = Type.Object({
    */
   backend: Type.Object(
     {
+      /** How nodes run: `local` (a process each, on this machine) or `kubernetes` (a StatefulSet each, `[kubernetes]`). */
+      driver: Type.Union([Type.Literal('local'), Type.Literal('kubernetes')], { default: 'local' }),
       /** A module (package name, or a path relative to the working directory) exporting `createBackendResolver`. */
       plugin: Type.Optional(Type.String({ minLength: 1 })),
       /** Handed to the plug-in as is. */
@@ -134,6 +143,62 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  /** The Kubernetes driver (`[backend] driver = "kubernetes"`, docs/kubernetes-driver.md). */
+  kubernetes: Type.Object(
+    {
+      /** A kubeconfig file; default: in-cluster credentials (the pod's ServiceAccount), else $KUBECONFIG or ~/.kube/config. */
+      kubeconfig: Type.Optional(Type.String({ minLength: 1 })),
+      /** The kubeconfig context (default: its current context). */
+      context: Type.Optional(Type.String({ minLength: 1 })),
+      image: Type.String({ minLength: 1, default: 'rgbx/wallet-node:0.1.0' }),
+      image_pull_policy: Type.Union(
+        [Type.Literal('Always'), Type.Literal('IfNotPresent'), Type.Literal('Never')],
+        { default: 'IfNotPresent' },
+      ),
+      /** Each account's nodes run in the namespace `<prefix><account>`. */
+      namespace_prefix: Type.String({
+        pattern: '^[a-z0-9]([-a-z0-9]*)?$',
+        maxLength: 30,
+        default: 'rgbx-acc-',
+      }),
+      /** Where the cloud's pods run; the accounts' NetworkPolicy admits only them. */
+      cloud_namespace: Type.String({ minLength: 1, default: 'rgbx-cloud' }),
+      cloud_pod_labels: Type.Record(Type.String(), Type.String(), {
+        default: { 'app.kubernetes.io/name': 'rgbx-cloud' },
+      }),
+      /** The wallet node's API port (container and Service). */
+      port: Type.Integer({ minimum: 1, maximum: 65535, default: 3001 }),
+      /**
+       * The hosted nodes' Prometheus metrics (`GET /metrics`): 0 = off (the default); else served on this container
+       * port (named `metrics`, pod annotations `prometheus.io/scrape|port|path`), and the accounts' NetworkPolicy
+       * admits it from `metrics_scrape_namespace` (pods with `metrics_scrape_pod_labels`) only.
+       */
+      metrics_port: Type.Integer({ minimum: 0, maximum: 65535, default: 0 }),
+      metrics_scrape_namespace: Type.String({ minLength: 1, default: 'monitoring' }),
+      metrics_scrape_pod_labels: Type.Record(Type.String(), Type.String(), {
+        default: { 'app.kubernetes.io/name': 'prometheus' },
+      }),
+      storage_size: Type.String({ minLength: 1, default: '1Gi' }),
+      storage_class: Type.Optional(Type.String({ minLength: 1 })),
+      cpu_request: Type.String({ minLength: 1, default: '100m' }),
+      memory_request: Type.String({ minLength: 1, default: '256Mi' }),
+      cpu_limit: Type.String({ minLength: 1, default: '1' }),
+      memory_limit: Type.String({ minLength: 1, default: '1Gi' }),
+    },
+    { default: {} },
+  ),
+  /**
+   * Several cloud instances on one PostgreSQL database: each renews a lease; the nodes of an
+   * instance that has not renewed it for `lease_ms` are taken over by the live ones.
+   */
+  cluster: Type.Object(
+    {
+      lease_ms: Ms(15_000, 300),
+    },
+    { default: {} },
+  ),
+  /** `GET /metrics` (Prometheus) on a listen address of its own (default 127.0.0.1:9403), never the API's. */
+  metrics: MetricsConfigSchema(9403),
   webhooks: Type.Object(
     {
       /** Delay before attempt 2, 3, … (the last value repeats until the give-up window ends). */

@@ -17,7 +17,7 @@ import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToken } from './auth/tokens.ts';
 import { buildCloud, type Cloud } from './cloud.ts';
-import { selfSignedCert, TestReceiver, testConfig } from './test-support.ts';
+import { selfSignedCert, TestReceiver, testConfig, until } from './test-support.ts';
 
 const CHROMIUM = process.env.RGBX_CHROMIUM ?? '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -43,6 +43,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('web console (headless Chromium, stand
   let browser: Browser;
   let base = '';
   let token = '';
+  const logLines: string[] = [];
 
   beforeAll(async () => {
     if (!HAVE_CHROMIUM) throw new Error(`console test cannot run in CI: ${MISSING}`);
@@ -51,7 +52,12 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('web console (headless Chromium, stand
     cloud = await buildCloud(
       testConfig({ dir: root, databaseUrl: `sqlite:${join(root, 'cloud.db')}`, caFile: tls.certFile }),
       {
-        logger: createLogger({ name: 'console', level: 'silent' }),
+        // Kept in memory: the redelivery's audit line is checked.
+        logger: createLogger({
+          name: 'console',
+          level: 'info',
+          destination: { write: (l: string) => void logLines.push(l) },
+        }),
       },
     );
     await cloud.app.listen({ host: '127.0.0.1', port: 0 });
@@ -225,5 +231,180 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('web console (headless Chromium, stand
     expect(existsSync(join(root, 'nodes', nodeId))).toBe(false);
     expect(await page.locator('#details').isHidden()).toBe(true);
     expect(errors).toEqual([]);
+  });
+
+  it("a node's page shows its deliveries (every attempt), latency and status charts, and redelivers an attempt's event with the same event id", async () => {
+    // The first request to /flaky fails (500), every later one succeeds.
+    let flaky = 0;
+    receiver.respond = (r) =>
+      r.path === '/flaky' && flaky++ === 0
+        ? { status: 500, body: 'boom' }
+        : { status: 200, body: '{"message":"ok"}' };
+    const api = async (method: 'GET' | 'POST', url: string, body?: unknown, t = token) =>
+      cloud.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${t}` },
+        ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
+      });
+    const created = await api('POST', '/api/nodes', {
+      name: 'deliveries-node',
+      network: 'regtest',
+      settings: { webhookUrl: receiver.url('/flaky') },
+    });
+    expect(created.statusCode).toBe(201);
+    const nodeId = created.json().data.nodeId as string;
+    const node = async () => (await api('GET', `/api/nodes/${nodeId}`)).json().data;
+    const settled = (events: number) =>
+      until(`${events} events delivered`, async () => {
+        const n = await node();
+        return n.webhook.pending === 0 && n.webhook.delivered === events;
+      });
+    await until('RUNNING', async () => (await node()).status === 'RUNNING');
+    await settled(2);
+    expect((await api('POST', `/api/nodes/${nodeId}/stop`)).statusCode).toBe(202);
+    await until('PAUSED', async () => (await node()).status === 'PAUSED');
+    expect((await api('POST', `/api/nodes/${nodeId}/start`)).statusCode).toBe(202);
+    await until('RUNNING again', async () => (await node()).status === 'RUNNING');
+    await settled(6);
+
+    // The API: 7 attempts (the first one failed), newest first, paged by nextBefore.
+    const all = (await api('GET', `/api/nodes/${nodeId}/deliveries?limit=100`)).json();
+    expect(all.nextBefore).toBeNull();
+    expect(all.data).toHaveLength(7);
+    const failedAttempt = all.data.at(-1);
+    expect(failedAttempt).toMatchObject({
+      attempt: 1,
+      outcome: 'http_error',
+      statusCode: 500,
+      eventStatus: 'STARTING',
+    });
+    expect(all.data.filter((d: { outcome: string }) => d.outcome === 'success')).toHaveLength(6);
+    const ids = all.data.map((d: { deliveryId: string }) => Number(d.deliveryId));
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+    const pages: string[] = [];
+    let before: string | null = null;
+    do {
+      const r: { data: { deliveryId: string }[]; nextBefore: string | null } = (
+        await api('GET', `/api/nodes/${nodeId}/deliveries?limit=3${before ? `&before=${before}` : ''}`)
+      ).json();
+      pages.push(...r.data.map((d) => d.deliveryId));
+      before = r.nextBefore;
+    } while (before !== null);
+    expect(pages).toEqual(all.data.map((d: { deliveryId: string }) => d.deliveryId));
+    const history = (await api('GET', `/api/nodes/${nodeId}/status-history`)).json().data;
+    expect(history.map((h: { status: string }) => h.status)).toEqual([
+      'STARTING',
+      'RUNNING',
+      'IN_PROGRESS',
+      'PAUSED',
+      'STARTING',
+      'RUNNING',
+    ]);
+    // Documented errors: unknown delivery, a malformed id, another account's node, no token.
+    const missing = await api('POST', `/api/nodes/${nodeId}/deliveries/999999999/redeliver`);
+    expect([missing.statusCode, missing.json().error.code]).toEqual([404, 'DELIVERY_NOT_FOUND']);
+    expect((await api('POST', `/api/nodes/${nodeId}/deliveries/nope/redeliver`)).json().error.code).toBe(
+      'VALIDATION_ERROR',
+    );
+    const other = (await createToken(cloud.db, 'someone-else', 'x')).token;
+    const foreign = await api('GET', `/api/nodes/${nodeId}/deliveries`, undefined, other);
+    expect([foreign.statusCode, foreign.json().error.code]).toEqual([404, 'NODE_NOT_FOUND']);
+    expect(
+      (
+        await api(
+          'POST',
+          `/api/nodes/${nodeId}/deliveries/${failedAttempt.deliveryId}/redeliver`,
+          undefined,
+          other,
+        )
+      ).statusCode,
+    ).toBe(404);
+    expect(
+      (await cloud.app.inject({ method: 'GET', url: `/api/nodes/${nodeId}/status-history` })).statusCode,
+    ).toBe(401);
+
+    // The page.
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${base}/console/`);
+    await page.fill('#token', token);
+    await page.click('#login-form button');
+    await page.waitForSelector('#app:not([hidden])');
+    const row = page.locator('tr[data-name="deliveries-node"]');
+    await row.locator('button[data-op="show"]').click();
+    await page.waitForFunction(() => document.querySelectorAll('#deliveries tbody tr').length === 7, null, {
+      timeout: 20_000,
+    });
+    const outcomes = () =>
+      page
+        .locator('#deliveries tbody tr')
+        .evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.outcome));
+    expect(await outcomes()).toEqual([...Array(6).fill('success'), 'http_error']);
+    const failedRow = page.locator(`#deliveries tr[data-delivery-id="${failedAttempt.deliveryId}"]`);
+    expect(await failedRow.locator('td').nth(4).textContent()).toBe('500');
+    expect(await failedRow.locator('td').nth(2).textContent()).toBe('#1');
+    expect(await failedRow.locator('td').nth(3).locator('code').getAttribute('title')).toBe(
+      failedAttempt.keyId,
+    );
+    expect(await failedRow.locator('td').nth(5).textContent()).toBe(`${failedAttempt.durationMs} ms`);
+    // Charts: inline SVG, one point per finished attempt (the failure in red) and per status change.
+    expect(await page.locator('#latency-chart').getAttribute('data-points')).toBe('7');
+    expect(await page.locator('#latency-chart circle.pt').count()).toBe(7);
+    expect(await page.locator('#latency-chart circle.pt.fail').count()).toBe(1);
+    expect(await page.locator('#status-chart circle.pt').count()).toBe(6);
+    expect(
+      await page
+        .locator('#status-chart circle.pt')
+        .evaluateAll((cs) => cs.map((c) => c.getAttribute('data-status'))),
+    ).toEqual(['STARTING', 'RUNNING', 'IN_PROGRESS', 'PAUSED', 'STARTING', 'RUNNING']);
+
+    // Redeliver the failed attempt's event: the receiver gets it again with the same event id, and a new attempt shows.
+    const before8 = receiver.requests.filter((r) => r.path === '/flaky').length;
+    await failedRow.locator('button[data-op="redeliver"]').click();
+    await page.waitForSelector('#deliveries-msg:has-text("queued again with the same event id")');
+    await until(
+      'redelivered',
+      () => receiver.requests.filter((r) => r.path === '/flaky').length === before8 + 1,
+    );
+    const again = receiver.requests.filter((r) => r.path === '/flaky').at(-1)!;
+    expect(again.headers['x-service-event-id']).toBe(failedAttempt.eventId);
+    expect(again.headers['x-service-attempt']).toBe('3');
+    expect(JSON.parse(again.body.toString()).details.status).toBe('STARTING');
+    await page.waitForFunction(
+      () =>
+        document.querySelectorAll('#deliveries tbody tr').length === 8 &&
+        document.querySelector('#deliveries tbody tr')?.getAttribute('data-outcome') === 'success',
+      null,
+      { timeout: 20_000 },
+    );
+    const newest = page.locator('#deliveries tbody tr').first();
+    expect(await newest.getAttribute('data-event-id')).toBe(failedAttempt.eventId);
+    expect(await newest.locator('td').nth(2).textContent()).toBe('#3');
+    await page.waitForFunction(
+      () => document.querySelector('#latency-chart')?.getAttribute('data-points') === '8',
+    );
+    // Audit-logged: who (account), which node, event and attempt.
+    const audits = logLines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.audit === 'webhook.redeliver');
+    expect(audits).toHaveLength(1);
+    expect(audits[0]).toMatchObject({
+      msg: 'webhook event queued for redelivery',
+      nodeId,
+      eventId: failedAttempt.eventId,
+      deliveryId: failedAttempt.deliveryId,
+      account: expect.any(String),
+      reqId: expect.anything(),
+    });
+
+    const shot = join(root, 'console-deliveries.png');
+    await page.locator('#details').screenshot({ path: shot });
+    expect(existsSync(shot)).toBe(true);
+    if (process.env.RGBX_UPDATE_CONSOLE_PNG)
+      copyFileSync(shot, fileURLToPath(new URL('../docs/console-deliveries.png', import.meta.url)));
+    expect(errors).toEqual([]);
+    await page.close();
   });
 });

@@ -28,6 +28,11 @@ export const CloudErrors = defineErrors({
     message: (id: string) => `webhook event ${id} not found`,
     description: 'No webhook event with this id for this node',
   },
+  DELIVERY_NOT_FOUND: {
+    status: 404,
+    message: (id: string) => `webhook delivery ${id} not found`,
+    description: 'No delivery attempt (or event) with this id for this node',
+  },
   NODE_NAME_TAKEN: {
     status: 409,
     message: (name: string) => `a node named ${JSON.stringify(name)} already exists`,

@@ -1,3 +1,4 @@
+export { AddressPolicy, checkWebhookUrl, type Resolver, webhookUrlProblem } from '@rgbx/service-kit/webhooks';
 export { createToken, listTokens, revokeToken } from './auth/tokens.ts';
 export { type BuildCloudOptions, buildCloud, CLOUD_VERSION, type Cloud } from './cloud.ts';
 export {
@@ -18,4 +19,3 @@ export { Dispatcher, USER_AGENT } from './webhooks/dispatcher.ts';
 export { SigningKeyVault } from './webhooks/key-vault.ts';
 export { activateKey, addKey, keyIdOf, publishedKeys, retireKey } from './webhooks/keys.ts';
 export { statusPayload } from './webhooks/outbox.ts';
-export { AddressPolicy, checkWebhookUrl, type Resolver, webhookUrlProblem } from './webhooks/ssrf.ts';

@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@rgbx/service-kit';
+import { AddressPolicy } from '@rgbx/service-kit/webhooks';
 import { createTestPgDatabase } from '@rgbx/store';
 import {
   type KyselyPlugin,
@@ -29,7 +30,6 @@ import { buildCloud, type Cloud } from './cloud.ts';
 import { selfSignedCert, TestReceiver, testConfig, until } from './test-support.ts';
 import { Dispatcher } from './webhooks/dispatcher.ts';
 import { SignerCache } from './webhooks/keys.ts';
-import { AddressPolicy } from './webhooks/ssrf.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'cloud-locks-'));
 const tls = selfSignedCert(join(root, 'tls'));

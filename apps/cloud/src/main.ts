@@ -5,12 +5,17 @@
  * running.
  */
 import { randomBytes } from 'node:crypto';
+import { dumpYaml } from '@kubernetes/client-node';
 import { announceListening, createLogger, runMain, runService } from '@rgbx/service-kit';
 import { createToken, listTokens, revokeToken } from './auth/tokens.ts';
 import { type Command, parseCli, USAGE } from './cli.ts';
 import { buildCloud } from './cloud.ts';
 import { type CloudConfig, loadConfig, requireEncryptionKey } from './config.ts';
 import { openCloudDatabase } from './db/open.ts';
+import { startCloudMetricsServer } from './metrics.ts';
+import { backendResolver } from './nodes/backend.ts';
+import { ClusterError } from './nodes/cluster.ts';
+import { k8sSettings, nodeManifests, toClientModel } from './nodes/k8s/index.ts';
 import { KeyVaultError, SigningKeyVault } from './webhooks/key-vault.ts';
 import { activateKey, addKey, KeyRingError, listKeys, prepareKeyRing, retireKey } from './webhooks/keys.ts';
 
@@ -66,6 +71,34 @@ async function admin(cfg: CloudConfig, command: Command): Promise<number> {
         await activateKey(db, command.kid);
         out(JSON.stringify({ keyId: command.kid, status: 'current' }));
         return 0;
+      case 'k8s-render': {
+        const n = await db
+          .selectFrom('nodes')
+          .selectAll()
+          .where('id', '=', command.nodeId)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst();
+        if (!n) {
+          process.stderr.write(`rgbx-cloud: no node ${JSON.stringify(command.nodeId.slice(0, 64))}\n`);
+          return 1;
+        }
+        let backend: ReturnType<Awaited<ReturnType<typeof backendResolver>>>;
+        try {
+          backend = (await backendResolver(cfg))();
+        } catch (err) {
+          process.stderr.write(`rgbx-cloud: ${(err as Error).message}\n`);
+          return 2;
+        }
+        const objects = nodeManifests(
+          k8sSettings(cfg),
+          { nodeId: n.id, accountId: n.account_id, network: n.network },
+          backend,
+          n.desired === 'paused' ? 0 : 1,
+        );
+        // Through the client's model names (`_from`), which its YAML dump turns back into the API's.
+        out(objects.map((o) => dumpYaml(toClientModel(o)).trimEnd()).join('\n---\n'));
+        return 0;
+      }
       case 'keys-retire':
         await retireKey(db, command.kid);
         out(JSON.stringify({ keyId: command.kid, status: 'retired' }));
@@ -104,31 +137,50 @@ async function main(): Promise<number | undefined> {
     cloud = await buildCloud(cfg, { logger });
   } catch (err) {
     // A key that does not open (wrong or changed encryption key) stops the start with its reason.
-    if (err instanceof KeyRingError || err instanceof KeyVaultError) {
+    if (err instanceof KeyRingError || err instanceof KeyVaultError || err instanceof ClusterError) {
       process.stderr.write(`rgbx-cloud: ${err.message}\n`);
       return 2;
     }
     throw err;
+  }
+  // Its own listener (default 127.0.0.1:9403), before the API: a taken port fails the start.
+  let metricsServer: Awaited<ReturnType<typeof startCloudMetricsServer>>;
+  try {
+    metricsServer = await startCloudMetricsServer(cloud.metrics, cfg.metrics);
+  } catch (err) {
+    await cloud.close();
+    process.stderr.write(`rgbx-cloud: ${(err as Error).message}\n`);
+    return 2;
   }
   const svc = await runService({
     app: cloud.app,
     host: cfg.api.listen_address,
     port: cfg.api.port,
     logger,
-    onShutdown: () => cloud.close(),
+    onShutdown: async () => {
+      await cloud.close();
+      await metricsServer?.close();
+    },
   });
   cloud.startWorkers();
   const b = cfg.backend;
   const backend = b.btc_rpc_address ? 'fixed' : (b.plugin ?? 'none');
   logger.info(
-    { dialect: cloud.dialect, dataDir: cfg.dataDir, walletNodeMain: cfg.walletNodeMain, backend },
+    {
+      dialect: cloud.dialect,
+      instance: cloud.cluster.id,
+      dataDir: cfg.dataDir,
+      walletNodeMain: cfg.walletNodeMain,
+      backend,
+    },
     'cloud started',
   );
   if (backend === 'none')
     logger.warn(
       'no [backend] configured: hosted nodes cannot start until btc_rpc_address (or a plugin) is set',
     );
-  announceListening(svc.address.url);
+  if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
+  announceListening(svc.address.url, metricsServer ? { metrics_url: metricsServer.url } : {});
   return undefined;
 }
 

@@ -8,7 +8,11 @@ export const CLOUD_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.u
 export interface CloudProcess {
   child: ChildProcess;
   url: string;
+  /** `GET /metrics` on its own listener (`metrics_url` of the listening line; test configs use port 0). */
+  metricsUrl: string | undefined;
   stderr: () => string;
+  /** Everything it printed on stdout so far (its JSON log lines). */
+  stdout: () => string;
 }
 
 /** Starts `node dist/main.js -c FILE` and waits for its `listening` line. */
@@ -28,7 +32,8 @@ export function startCloudProcess(configFile: string, timeoutMs = 30_000): Promi
       const line = out.split('\n').find((l) => l.includes('"listening"'));
       if (line) {
         clearTimeout(timer);
-        resolve({ child, url: (JSON.parse(line) as { url: string }).url, stderr: () => err });
+        const l = JSON.parse(line) as { url: string; metrics_url?: string };
+        resolve({ child, url: l.url, metricsUrl: l.metrics_url, stderr: () => err, stdout: () => out });
       }
     });
     child.once('exit', (code) => {

@@ -101,7 +101,7 @@ describe.each([
     const url = dbUrl(dir);
     if (name === 'postgres') {
       const { db } = openDatabase(url);
-      await sql`drop table if exists webhook_attempts, webhook_events, nodes, signing_keys, api_tokens, accounts, kysely_migration, kysely_migration_lock cascade`.execute(
+      await sql`drop table if exists webhook_attempts, webhook_events, node_status_changes, nodes, cloud_instances, signing_keys, api_tokens, accounts, kysely_migration, kysely_migration_lock cascade`.execute(
         db,
       );
       await db.destroy();

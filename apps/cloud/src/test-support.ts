@@ -155,6 +155,9 @@ export function testConfigText(o: TestConfigOptions): string {
     'port = 0',
     '[database]',
     `url = ${JSON.stringify(o.databaseUrl)}`,
+    // Tests never take the default metrics port (9403): processes started from this config listen on any.
+    '[metrics]',
+    'port = 0',
     '[signing_keys]',
     o.signingKeys ?? `encryption_key = "${TEST_ENCRYPTION_KEY}"`,
     '[backend]',

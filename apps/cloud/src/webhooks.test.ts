@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyWebhook } from '@rgbx/sdk';
 import { createLogger } from '@rgbx/service-kit';
+import { type Resolver, systemResolver } from '@rgbx/service-kit/webhooks';
 import { createTestPgDatabase } from '@rgbx/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToken } from './auth/tokens.ts';
@@ -18,7 +19,6 @@ import { changeNode } from './nodes/status.ts';
 import { type Received, selfSignedCert, TestReceiver, testConfig, until } from './test-support.ts';
 import { activateKey, addKey, KeyRingError, retireKey } from './webhooks/keys.ts';
 import { pruneDelivered } from './webhooks/outbox.ts';
-import { type Resolver, systemResolver } from './webhooks/ssrf.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'cloud-wh-'));
 const tls = selfSignedCert(join(root, 'tls'));

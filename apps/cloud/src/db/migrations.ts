@@ -137,5 +137,49 @@ export const cloudMigrations: MigrationSet = (dialect) => {
           .execute();
       },
     },
+    // Several cloud instances on one PostgreSQL: the live instances (each renews its lease) and the
+    // owner of each node (the one instance that reconciles it). Additive: a table and a column;
+    // nodes without an owner are claimed by a live instance.
+    '0004_cloud_instances': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('cloud_instances')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('host_key', 'text', (c) => c.notNull())
+          .addColumn('pid', 'integer', (c) => c.notNull())
+          .addColumn('pid_start', 'text', (c) => c.notNull())
+          .addColumn('driver', 'text', (c) => c.notNull())
+          .addColumn('started_at', ts, (c) => c.notNull())
+          .addColumn('heartbeat_at', ts, (c) => c.notNull())
+          .addColumn('lease_until', ts, (c) => c.notNull())
+          .execute();
+        await db.schema.alterTable('nodes').addColumn('owner_id', 'text').execute();
+        await db.schema.createIndex('nodes_owner').on('nodes').columns(['owner_id']).execute();
+      },
+    },
+    // Every status a node took, written by `changeNode` in the status change's transaction (the
+    // console's status chart, `GET …/status-history`), webhooks or not. Additive: a table.
+    '0005_node_status_changes': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('node_status_changes')
+          .addColumn('id', serial, (c) => c.primaryKey())
+          .addColumn('node_id', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('at', ts, (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createIndex('node_status_changes_node')
+          .on('node_status_changes')
+          .columns(['node_id', 'id'])
+          .execute();
+        await db.schema
+          .createIndex('node_status_changes_at')
+          .on('node_status_changes')
+          .columns(['at'])
+          .execute();
+      },
+    },
   };
 };

@@ -7,7 +7,7 @@
  */
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { type DatabaseLogger, migrateToLatest, type OpenedDatabase, openDatabase } from '@rgbx/store';
+import { type DatabaseLogger, type OpenedDatabase, openMigratedDatabase } from '@rgbx/store';
 import { sql } from 'kysely';
 import { cloudMigrations } from './migrations.ts';
 import type { CloudDatabase } from './schema.ts';
@@ -42,16 +42,14 @@ export async function openCloudDatabase(
     closeSync(openSync(file, 'a', 0o600));
     restrictSqliteFiles(file);
   }
-  const opened = openDatabase<CloudDatabase>(url, logger ? { logger } : {});
-  try {
+  const opened = await openMigratedDatabase<CloudDatabase>(url, cloudMigrations, {
+    ...(logger ? { logger } : {}),
     // Deleted and overwritten content (a retired key, a plain key replaced by its sealed form) is
     // zeroed in the file instead of lingering in free space.
-    if (opened.dialect === 'sqlite') await sql`pragma secure_delete = on`.execute(opened.db);
-    await migrateToLatest(opened.db, opened.dialect, cloudMigrations);
-    if (file) restrictSqliteFiles(file);
-  } catch (err) {
-    await opened.close();
-    throw err;
-  }
+    prepare: async (o) => {
+      if (o.dialect === 'sqlite') await sql`pragma secure_delete = on`.execute(o.db);
+    },
+  });
+  if (file) restrictSqliteFiles(file);
   return opened;
 }

@@ -72,6 +72,25 @@ export interface NodesTable {
   created_at: Ms;
   updated_at: Ms;
   deleted_at: Ms | null;
+  /** The cloud instance that reconciles this node (`cloud_instances.id`); null: to be claimed. */
+  owner_id: string | null;
+}
+
+/** A running cloud instance; it renews `lease_until` (database clock) while it lives. */
+export interface CloudInstancesTable {
+  id: string;
+  /** A label for logs and errors (hostname:pid). */
+  name: string;
+  /** Machine and pid namespace (`<boot id>/<pid namespace>`): where `pid` means something. */
+  host_key: string;
+  pid: number;
+  /** The process's start time (`/proc/<pid>/stat` field 22): a recycled pid is not the instance. */
+  pid_start: string;
+  /** `local` or `kubernetes`. */
+  driver: string;
+  started_at: Ms;
+  heartbeat_at: Ms;
+  lease_until: Ms;
 }
 
 export interface WebhookEventsTable {
@@ -109,13 +128,23 @@ export interface WebhookAttemptsTable {
   response_snippet: string | null;
 }
 
+/** One status a node took (written with the change, by `changeNode`). */
+export interface NodeStatusChangesTable {
+  id: Generated<number | string>;
+  node_id: string;
+  status: NodeStatus;
+  at: Ms;
+}
+
 export interface CloudDatabase {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
   signing_keys: SigningKeysTable;
   nodes: NodesTable;
+  cloud_instances: CloudInstancesTable;
   webhook_events: WebhookEventsTable;
   webhook_attempts: WebhookAttemptsTable;
+  node_status_changes: NodeStatusChangesTable;
 }
 
 export type CloudDb = Kysely<CloudDatabase>;

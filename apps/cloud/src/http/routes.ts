@@ -15,16 +15,26 @@ import { ErrorEnvelope, type ServiceApp, type TSchema, Type } from '@rgbx/servic
 import type { CloudDb } from '../db/schema.ts';
 import { CloudErrors } from '../errors.ts';
 import type { NodeManager } from '../nodes/manager.ts';
+import {
+  type DeliveryView,
+  eventOfDelivery,
+  listDeliveries,
+  type StatusChangeView,
+  statusHistory,
+} from '../webhooks/deliveries.ts';
 import { publishedKeys } from '../webhooks/keys.ts';
 import { type EventView, getNodeEvent, listNodeEvents, redeliverEvent } from '../webhooks/outbox.ts';
 import { accountOf, bearerAuth } from './auth.ts';
-import { nodeView } from './views.ts';
+import { DeliveriesQuery, Delivery, DeliveryParams, HistoryQuery, StatusChange } from './delivery-schemas.ts';
+import { type ApiUrlOf, nodeView } from './views.ts';
 
 export interface RouteDeps {
   db: CloudDb;
   manager: NodeManager;
   /** Wakes the dispatcher after a manual redelivery. */
   wakeDispatcher: () => void;
+  /** The driver's idea of a node's API address. */
+  apiUrlOf?: ApiUrlOf;
 }
 
 const errors = {
@@ -37,11 +47,16 @@ const one = <T extends TSchema>(schema: T) =>
   Type.Object({ data: schema, message: Type.Optional(Type.String()) });
 const NodeRef = Type.Unsafe<NodeView>({ $ref: 'Node#' });
 const EventRef = Type.Unsafe<EventView>({ $ref: 'WebhookEvent#' });
+const DeliveryRef = Type.Unsafe<DeliveryView>({ $ref: 'Delivery#' });
+const StatusChangeRef = Type.Unsafe<StatusChangeView>({ $ref: 'StatusChange#' });
 
 export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
   const { db, manager } = deps;
+  const view = (n: Parameters<typeof nodeView>[1]) => nodeView(db, n, deps.apiUrlOf);
   app.addSchema(Node);
   app.addSchema(WebhookEvent);
+  app.addSchema(Delivery);
+  app.addSchema(StatusChange);
 
   app.register(
     async (instance) => {
@@ -59,7 +74,7 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
         },
         async (req) => {
           const rows = await manager.list(accountOf(req));
-          return { data: await Promise.all(rows.map((n) => nodeView(db, n))) };
+          return { data: await Promise.all(rows.map((n) => view(n))) };
         },
       );
 
@@ -78,7 +93,7 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
             network: req.body.network,
             webhookUrl: req.body.settings?.webhookUrl ?? null,
           });
-          return reply.code(201).send({ data: await nodeView(db, n), message: 'Node is starting' });
+          return reply.code(201).send({ data: await view(n), message: 'Node is starting' });
         },
       );
 
@@ -91,7 +106,7 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
             response: { 200: one(NodeRef), ...errors },
           },
         },
-        async (req) => ({ data: await nodeView(db, await manager.get(accountOf(req), req.params.nodeId)) }),
+        async (req) => ({ data: await view(await manager.get(accountOf(req), req.params.nodeId)) }),
       );
 
       const settings = async (
@@ -99,7 +114,7 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
           typeof accountOf
         >[0],
       ) => ({
-        data: await nodeView(db, await manager.updateSettings(accountOf(req), req.params.nodeId, req.body)),
+        data: await view(await manager.updateSettings(accountOf(req), req.params.nodeId, req.body)),
       });
       const settingsSchema = {
         tags: ['nodes'],
@@ -129,7 +144,7 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
                 : name === 'start'
                   ? await manager.resume(account, id)
                   : await manager.restart(account, id);
-            return reply.code(202).send({ data: await nodeView(db, n), message });
+            return reply.code(202).send({ data: await view(n), message });
           },
         );
       op('stop', 'Node is pausing');
@@ -147,7 +162,7 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
         },
         async (req, reply) => {
           const n = await manager.remove(accountOf(req), req.params.nodeId);
-          return reply.code(202).send({ data: await nodeView(db, n), message: 'Node is being deleted' });
+          return reply.code(202).send({ data: await view(n), message: 'Node is being deleted' });
         },
       );
 
@@ -166,7 +181,7 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
         },
         async (req, reply) => {
           const n = await manager.remove(accountOf(req), req.body.destroyNodeId);
-          return reply.code(202).send({ data: await nodeView(db, n), message: 'Node is being deleted' });
+          return reply.code(202).send({ data: await view(n), message: 'Node is being deleted' });
         },
       );
 
@@ -216,10 +231,89 @@ export function registerRoutes(app: ServiceApp, deps: RouteDeps): void {
           const n = await manager.get(accountOf(req), req.params.nodeId);
           if (!(await redeliverEvent(db, n.id, req.params.eventId)))
             throw CloudErrors.EVENT_NOT_FOUND.create(req.params.eventId);
+          req.log.info(
+            { audit: 'webhook.redeliver', account: n.account_id, nodeId: n.id, eventId: req.params.eventId },
+            'webhook event queued for redelivery',
+          );
           deps.wakeDispatcher();
           const e = await getNodeEvent(db, n.id, req.params.eventId);
           if (!e) throw CloudErrors.EVENT_NOT_FOUND.create(req.params.eventId);
           return reply.code(202).send({ data: e, message: 'Event queued for redelivery' });
+        },
+      );
+
+      api.get(
+        '/nodes/:nodeId/deliveries',
+        {
+          schema: {
+            tags: ['webhooks'],
+            description:
+              "The node's webhook delivery attempts, newest first. Page with `before` = the previous page's `nextBefore` (null on the last page).",
+            params: NodeIdParams,
+            querystring: DeliveriesQuery,
+            response: {
+              200: Type.Object({
+                data: Type.Array(DeliveryRef),
+                nextBefore: Type.Union([Type.String(), Type.Null()]),
+              }),
+              ...errors,
+            },
+          },
+        },
+        async (req) => {
+          const n = await manager.get(accountOf(req), req.params.nodeId);
+          return listDeliveries(db, n.id, req.query.limit, req.query.before);
+        },
+      );
+
+      api.post(
+        '/nodes/:nodeId/deliveries/:deliveryId/redeliver',
+        {
+          schema: {
+            tags: ['webhooks'],
+            description:
+              'Queues the event of this attempt (or this event id) again, due now, to the same endpoint and with the same event id (X-Service-Event-Id), so receivers deduplicating on it handle it once. Audit-logged.',
+            params: DeliveryParams,
+            response: { 202: one(EventRef), ...errors },
+          },
+        },
+        async (req, reply) => {
+          const n = await manager.get(accountOf(req), req.params.nodeId);
+          const eventId = await eventOfDelivery(db, n.id, req.params.deliveryId);
+          if (!eventId || !(await redeliverEvent(db, n.id, eventId)))
+            throw CloudErrors.DELIVERY_NOT_FOUND.create(req.params.deliveryId);
+          req.log.info(
+            {
+              audit: 'webhook.redeliver',
+              account: n.account_id,
+              nodeId: n.id,
+              eventId,
+              deliveryId: req.params.deliveryId,
+            },
+            'webhook event queued for redelivery',
+          );
+          deps.wakeDispatcher();
+          const e = await getNodeEvent(db, n.id, eventId);
+          if (!e) throw CloudErrors.DELIVERY_NOT_FOUND.create(req.params.deliveryId);
+          return reply.code(202).send({ data: e, message: 'Event queued for redelivery' });
+        },
+      );
+
+      api.get(
+        '/nodes/:nodeId/status-history',
+        {
+          schema: {
+            tags: ['nodes'],
+            description:
+              "The node's last `limit` status changes, oldest first (kept `[webhooks] retention_days`, the current status always).",
+            params: NodeIdParams,
+            querystring: HistoryQuery,
+            response: { 200: Type.Object({ data: Type.Array(StatusChangeRef) }), ...errors },
+          },
+        },
+        async (req) => {
+          const n = await manager.get(accountOf(req), req.params.nodeId);
+          return { data: await statusHistory(db, n.id, req.query.limit) };
         },
       );
 

@@ -7,6 +7,8 @@
 /** What to run: one wallet node. */
 export interface NodeSpec {
   nodeId: string;
+  /** The node's account (the Kubernetes driver runs each account's nodes in a namespace of its own). */
+  accountId: string;
   network: string;
   /** Directory owned by this node (its wallet data, config and logs for the local driver). */
   dataDir: string;
@@ -34,6 +36,10 @@ export interface NodeDriver {
   destroy(spec: NodeSpec): Promise<void>;
   /** Called when the process exits while this driver instance watches it (faster than polling). */
   onExit?(listener: (nodeId: string, pid: number) => void): void;
+  /** The node's wallet API as reported to users (default `http://127.0.0.1:<port>`). */
+  apiUrl?(spec: NodeSpec, runtime: NodeRuntime): string;
+  /** Releases what the driver holds (a watch). */
+  close?(): Promise<void>;
 }
 
 /**

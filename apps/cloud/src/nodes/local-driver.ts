@@ -30,6 +30,9 @@ export interface LocalDriverOptions {
   nodeBinary?: string;
 }
 
+/** Longest a start waits for the spawned process to show the node's command line. */
+const EXEC_WAIT_MS = 5_000;
+
 function configPath(spec: NodeSpec): string {
   return join(spec.dataDir, 'node.toml');
 }
@@ -120,6 +123,9 @@ export class LocalProcessDriver implements NodeDriver {
             indexer_address: b.indexerAddress,
             proxy_address: b.proxyAddress,
           },
+          // Many nodes on one host: the default metrics port (9401) would stop the second one, and nothing
+          // scrapes hosted nodes, so their metrics are off (no hook, nothing counted).
+          metrics: { enabled: false },
         },
         [`written by the cloud service for node ${spec.nodeId}; rewritten at every start`],
       ),
@@ -145,6 +151,12 @@ export class LocalProcessDriver implements NodeDriver {
       for (const l of this.exitListeners) l(spec.nodeId, pid);
     });
     child.unref();
+    // Until the child has exec'd, /proc/<pid>/cmdline is still the cloud's own: a probe or a stop in
+    // that window would not recognise the node (a stop then left it running, and the next start
+    // adopted it: one STARTING without a new process). Return once it is recognisable, or gone.
+    const deadline = Date.now() + EXEC_WAIT_MS;
+    while (!isOurs(pid, spec) && pidAlive(pid) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5));
     return { pid, port };
   }
 

@@ -5,18 +5,23 @@
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { type AddressPolicy, checkWebhookUrl, type Resolver } from '@rgbx/service-kit/webhooks';
 import { isUniqueViolation } from '@rgbx/store';
 import type { CloudDb, NodeStatus } from '../db/schema.ts';
 import { CloudErrors } from '../errors.ts';
-import { type AddressPolicy, checkWebhookUrl, type Resolver } from '../webhooks/ssrf.ts';
-import type { NodeLocks } from './locks.ts';
+import type { Cluster } from './cluster.ts';
+import type { NodeLockService } from './locks.ts';
 import { type ChangeOptions, changeNode, type NodeRow, type StatusDeps } from './status.ts';
 import type { Supervisor } from './supervisor.ts';
 
 export interface ManagerOptions {
   deps: StatusDeps;
-  locks: NodeLocks;
+  locks: NodeLockService;
   supervisor: Supervisor;
+  /** Who owns a new node. */
+  cluster: Cluster;
+  /** Tells the other instances a node changed (PostgreSQL NOTIFY; its owner looks at once). */
+  notify?: (nodeId: string) => Promise<void>;
   policy: AddressPolicy;
   /** Resolves webhook host names when a URL is set (the dispatcher's resolver). */
   resolver: Resolver;
@@ -114,12 +119,13 @@ export class NodeManager {
       webhook_failing_since: null,
       created_at: now,
       deleted_at: null,
+      owner_id: await this.o.cluster.ownerForNewNode(),
     };
     const row = await changeNode(this.o.deps, id, 'STARTING', {}, { insert }, now).catch((err: unknown) => {
       throw isUniqueViolation(err) ? CloudErrors.NODE_NAME_TAKEN.create(input.name) : err;
     });
     if (!row) throw new Error(`node ${id}: insert returned no row`); // an insert always returns its row
-    this.o.supervisor.kick(id);
+    await this.wake(id);
     return row;
   }
 
@@ -132,8 +138,14 @@ export class NodeManager {
     const n0 = await this.get(accountId, nodeId);
     const r = await this.o.locks.run(nodeId, async () => fn(await this.get(accountId, nodeId)), LOCK_WAIT_MS);
     if (r.busy) throw CloudErrors.NODE_BUSY.create(nodeId, n0.status);
-    this.o.supervisor.kick(nodeId);
+    await this.wake(nodeId);
     return r.value;
+  }
+
+  /** The node's owner looks at it now: this instance directly, another one through a notification. */
+  private async wake(nodeId: string): Promise<void> {
+    this.o.supervisor.kick(nodeId);
+    await this.o.notify?.(nodeId).catch(() => undefined); // its next tick looks anyway
   }
 
   private notBusy(n: NodeRow): void {
@@ -144,9 +156,9 @@ export class NodeManager {
     n: NodeRow,
     status: NodeStatus,
     patch: Parameters<typeof changeNode>[3],
-    retarget = false,
+    opts: Pick<ChangeOptions, 'retargetPending' | 'through'> = {},
   ) {
-    const r = await changeNode(this.o.deps, n.id, status, patch, { retargetPending: retarget });
+    const r = await changeNode(this.o.deps, n.id, status, patch, opts);
     if (!r) throw CloudErrors.NODE_NOT_FOUND.create(n.id);
     return r;
   }
@@ -198,12 +210,16 @@ export class NodeManager {
       if (settings.webhookUrl === undefined || settings.webhookUrl === n.webhook_url) return n;
       const back: NodeStatus =
         n.desired === 'paused' ? 'PAUSED' : n.status === 'FAILED' ? 'FAILED' : 'IN_PROGRESS';
-      if (back !== 'IN_PROGRESS') {
-        // Nothing runs to be re-checked: announce the operation and its end at once.
-        await this.set(n, 'IN_PROGRESS', { webhook_url: settings.webhookUrl }, true);
-        return this.set(n, back, {});
-      }
-      return this.set(n, 'IN_PROGRESS', { webhook_url: settings.webhookUrl }, true);
+      // Nothing runs to be re-checked: announce the operation and its end at once, in one
+      // transaction (a crash between the two would leave the node IN_PROGRESS).
+      if (back !== 'IN_PROGRESS')
+        return this.set(
+          n,
+          back,
+          { webhook_url: settings.webhookUrl },
+          { retargetPending: true, through: 'IN_PROGRESS' },
+        );
+      return this.set(n, 'IN_PROGRESS', { webhook_url: settings.webhookUrl }, { retargetPending: true });
     });
   }
 

@@ -74,6 +74,7 @@ const newNode = (id: string, name: string, webhookUrl: string | null): ChangeOpt
   webhook_failing_since: null,
   created_at: 1_000,
   deleted_at: null,
+  owner_id: null,
 });
 
 describe.each([

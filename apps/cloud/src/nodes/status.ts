@@ -28,6 +28,16 @@ export interface ChangeOptions {
   /** Also re-target pending events to the node's (new) webhook URL. */
   retargetPending?: boolean;
   /**
+   * Apply only while this cloud instance owns the node (the supervisor's writes): an instance that
+   * lost the node to another (its lease ran out) changes nothing.
+   */
+  ifOwner?: string;
+  /**
+   * Announce this status first, then `status`, in the same transaction (an operation that starts
+   * and ends at once, e.g. a settings change of a paused node): two events, never just the first.
+   */
+  through?: NodeStatus;
+  /**
    * A new node: insert this row (its `status` is the `status` argument, its `id` the node id) instead
    * of updating one. Its status is a change from none, so a node with a webhook URL gets its first
    * event in the same transaction. A duplicate name throws the unique violation from the insert.
@@ -58,6 +68,11 @@ export async function changeNode(
   let changed = false;
   const row = await deps.db.transaction().execute(async (tx) => {
     const emit = async (next: NodeRow) => {
+      // The status history (console chart), webhooks or not.
+      await tx
+        .insertInto('node_status_changes')
+        .values({ node_id: nodeId, status: next.status, at: now })
+        .execute();
       if (!next.webhook_url) return;
       await enqueueStatusEvent(
         tx,
@@ -85,9 +100,14 @@ export async function changeNode(
     const cur = await q.executeTakeFirst();
     if (!cur) return undefined;
     if (opts.ifStatus && !opts.ifStatus.includes(cur.status)) return undefined;
+    if (opts.ifOwner !== undefined && cur.owner_id !== opts.ifOwner) return undefined;
     const next: NodeRow = { ...cur, ...(patch as Partial<NodeRow>), updated_at: now };
     if (status !== undefined) next.status = status;
     changed = next.status !== cur.status;
+    if (opts.through !== undefined && opts.through !== cur.status && opts.through !== next.status) {
+      await emit({ ...next, status: opts.through });
+      changed = true;
+    }
     await tx
       .updateTable('nodes')
       .set({ ...patch, ...(status === undefined ? {} : { status }), updated_at: now })

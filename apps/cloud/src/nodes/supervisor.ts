@@ -12,18 +12,27 @@
  *
  * After a restart of the cloud service the first pass re-adopts live processes (same pid, still
  * ours, healthy) and only starts a node whose process is gone, so a node never runs twice.
+ *
+ * With several instances, each reconciles only the nodes it owns (`cluster.ts`), under the node's
+ * lock (an advisory lock on PostgreSQL), and writes statuses only while it still owns the node; a
+ * fenced instance (its lease possibly expired) does nothing. A node taken over from a dead instance
+ * is reconciled like one found after a restart: its process, if still alive, is re-adopted.
  */
 import type { Logger } from '@rgbx/service-kit';
 import { bigintNumber } from '@rgbx/store';
 import type { CloudDb } from '../db/schema.ts';
+import type { FailureReason, RestartReason } from '../metrics.ts';
+import type { Cluster } from './cluster.ts';
 import type { NodeDriver, NodeRuntime, NodeSpec } from './driver.ts';
-import type { NodeLocks } from './locks.ts';
-import { changeNode, type NodeRow, type StatusDeps } from './status.ts';
+import type { NodeLockService } from './locks.ts';
+import { type ChangeOptions, changeNode, type NodeRow, type StatusDeps } from './status.ts';
 
 export interface SupervisorOptions {
   deps: StatusDeps;
   driver: NodeDriver;
-  locks: NodeLocks;
+  locks: NodeLockService;
+  /** Which nodes are this instance's to reconcile (and whether it may act at all). */
+  cluster: Cluster;
   logger: Logger;
   startTimeoutMs: number;
   healthIntervalMs: number;
@@ -32,14 +41,21 @@ export interface SupervisorOptions {
   restartBackoffMs: readonly number[];
   maxRestarts: number;
   restartWindowMs: number;
+  /** A node's process launched again (metrics). */
+  onRestart?: (reason: RestartReason) => void;
+  /** A node marked FAILED (metrics). */
+  onFailure?: (reason: FailureReason) => void;
 }
 
 /** How often STARTING / IN_PROGRESS / FAILED nodes are looked at. */
 const FAST_TICK_MS = 200;
+/** How long a reconcile waits for a node lock held elsewhere (an API call) before the next tick retries. */
+const RECONCILE_LOCK_WAIT_MS = 1_000;
 
-export function specOf(n: Pick<NodeRow, 'id' | 'network' | 'data_dir' | 'port'>): NodeSpec {
+export function specOf(n: Pick<NodeRow, 'id' | 'account_id' | 'network' | 'data_dir' | 'port'>): NodeSpec {
   return {
     nodeId: n.id,
+    accountId: n.account_id,
     network: n.network,
     dataDir: n.data_dir,
     ...(n.port === null ? {} : { preferredPort: n.port }),
@@ -91,11 +107,17 @@ export class Supervisor {
     await Promise.allSettled([...this.running]);
   }
 
-  /** Look at this node now (after an API operation or a process exit). */
+  private get me(): string {
+    return this.o.cluster.id;
+  }
+
+  /** Look at this node now (after an API operation, a process exit, a notification), if it is ours. */
   kick(nodeId: string): void {
     this.kicked.add(nodeId);
     if (this.stopped) return;
-    const p: Promise<void> = this.reconcileLocked(nodeId)
+    const p: Promise<void> = (async () => {
+      if (await this.o.cluster.owns(nodeId)) await this.reconcileLocked(nodeId);
+    })()
       .catch((err: unknown) => this.o.logger.error({ err, nodeId }, 'reconcile failed'))
       .finally(() => this.running.delete(p));
     this.running.add(p);
@@ -103,11 +125,13 @@ export class Supervisor {
 
   /** One pass over every node that needs attention. */
   async tick(): Promise<void> {
+    if (this.o.cluster.fenced) return;
     const now = Date.now();
     const rows = await this.db
       .selectFrom('nodes')
       .select(['id', 'status', 'desired'])
       .where('deleted_at', 'is', null)
+      .where('owner_id', '=', this.me)
       .execute();
     await Promise.all(
       rows.map(async (r) => {
@@ -123,26 +147,40 @@ export class Supervisor {
 
   private async reconcileLocked(nodeId: string): Promise<void> {
     this.kicked.delete(nodeId);
-    await this.o.locks.run(nodeId, () => this.reconcile(nodeId));
+    const r = await this.o.locks.run(nodeId, () => this.reconcile(nodeId), RECONCILE_LOCK_WAIT_MS);
+    // Held by an operation elsewhere: the next tick looks again.
+    if (r.busy) this.kicked.add(nodeId);
   }
 
+  /** The node, if it is live and ours. */
   private async load(nodeId: string): Promise<NodeRow | undefined> {
     return this.db
       .selectFrom('nodes')
       .selectAll()
       .where('id', '=', nodeId)
       .where('deleted_at', 'is', null)
+      .where('owner_id', '=', this.me)
       .executeTakeFirst();
+  }
+
+  /** A status write, applied only while this instance owns the node. */
+  private change(
+    nodeId: string,
+    status: Parameters<typeof changeNode>[2],
+    patch: Parameters<typeof changeNode>[3],
+    opts: ChangeOptions = {},
+  ): Promise<NodeRow | undefined> {
+    return changeNode(this.o.deps, nodeId, status, patch, { ...opts, ifOwner: this.me });
   }
 
   /** Brings one node one step closer to its desired state. Call with the node's lock held. */
   async reconcile(nodeId: string): Promise<void> {
+    if (this.o.cluster.fenced) return;
     const n = await this.load(nodeId);
     if (!n) return;
     const now = Date.now();
     const spec = specOf(n);
     const runtime = runtimeOf(n);
-    const deps = this.o.deps;
 
     if (n.desired === 'deleted') {
       await this.o.driver.stop(spec, runtime, this.o.stopGraceMs);
@@ -151,6 +189,7 @@ export class Supervisor {
         .updateTable('nodes')
         .set({ deleted_at: now, pid: null, updated_at: now })
         .where('id', '=', nodeId)
+        .where('owner_id', '=', this.me)
         .execute();
       this.forget(nodeId);
       this.o.logger.info({ nodeId }, 'node deleted');
@@ -159,7 +198,7 @@ export class Supervisor {
     if (n.desired === 'paused') {
       if (n.status !== 'PAUSED' || runtime) {
         await this.o.driver.stop(spec, runtime, this.o.stopGraceMs);
-        await changeNode(deps, nodeId, 'PAUSED', { pid: null, pending_op: null, started_at: null });
+        await this.change(nodeId, 'PAUSED', { pid: null, pending_op: null, started_at: null });
       }
       return;
     }
@@ -167,22 +206,23 @@ export class Supervisor {
     // desired: running
     if (n.pending_op === 'restart') {
       await this.o.driver.stop(spec, runtime, this.o.stopGraceMs);
-      await changeNode(deps, nodeId, 'STARTING', { pid: null, pending_op: null, started_at: null });
+      const r = await this.change(nodeId, 'STARTING', { pid: null, pending_op: null, started_at: null });
+      if (r) this.o.onRestart?.('requested');
       await this.launch(nodeId);
       return;
     }
     switch (n.status) {
       case 'PAUSED':
-        await changeNode(deps, nodeId, 'STARTING', { pid: null, started_at: null });
+        await this.change(nodeId, 'STARTING', { pid: null, started_at: null });
         await this.launch(nodeId);
         return;
       case 'IN_PROGRESS': {
         const p = runtime ? await this.o.driver.probe(spec, runtime) : 'gone';
         this.lastProbe.set(nodeId, Date.now());
-        if (p === 'healthy') await changeNode(deps, nodeId, 'RUNNING', {});
-        else if (p === 'unhealthy') await changeNode(deps, nodeId, 'STARTING', { started_at: now });
+        if (p === 'healthy') await this.change(nodeId, 'RUNNING', {});
+        else if (p === 'unhealthy') await this.change(nodeId, 'STARTING', { started_at: now });
         else {
-          await changeNode(deps, nodeId, 'STARTING', { pid: null, started_at: null });
+          await this.change(nodeId, 'STARTING', { pid: null, started_at: null });
           await this.launch(nodeId);
         }
         return;
@@ -196,11 +236,11 @@ export class Supervisor {
         this.lastProbe.set(nodeId, Date.now());
         if (p === 'healthy') {
           this.unhealthy.delete(nodeId);
-          await changeNode(deps, nodeId, 'RUNNING', { last_error: null });
+          await this.change(nodeId, 'RUNNING', { last_error: null });
         } else if (p === 'gone') {
-          await this.fail(n, 'the node process exited while starting');
+          await this.fail(n, 'the node process exited while starting', 'exited_while_starting');
         } else if (now - bigintNumber(n.started_at ?? now) > this.o.startTimeoutMs) {
-          await this.fail(n, `not healthy within ${this.o.startTimeoutMs} ms`);
+          await this.fail(n, `not healthy within ${this.o.startTimeoutMs} ms`, 'start_timeout');
         }
         return;
       }
@@ -210,26 +250,26 @@ export class Supervisor {
         if (p === 'healthy') {
           this.unhealthy.delete(nodeId);
         } else if (p === 'gone') {
-          await this.fail(n, 'the node process exited');
+          await this.fail(n, 'the node process exited', 'exited');
         } else {
           const count = (this.unhealthy.get(nodeId) ?? 0) + 1;
           this.unhealthy.set(nodeId, count);
           if (count >= this.o.unhealthyThreshold)
-            await this.fail(n, `health check failed ${count} times in a row`);
+            await this.fail(n, `health check failed ${count} times in a row`, 'unhealthy');
         }
         return;
       }
       case 'FAILED': {
         if (n.next_restart_at === null || now < bigintNumber(n.next_restart_at)) return;
         await this.o.driver.stop(spec, runtime, this.o.stopGraceMs);
-        const r = await changeNode(
-          deps,
+        const r = await this.change(
           nodeId,
           'STARTING',
           { pid: null, started_at: null, next_restart_at: null, restart_count: n.restart_count + 1 },
           { ifStatus: ['FAILED'] },
         );
         if (r) {
+          this.o.onRestart?.('failure');
           this.o.logger.info({ nodeId, restart: n.restart_count + 1 }, 'restarting failed node');
           await this.launch(nodeId);
         }
@@ -244,20 +284,21 @@ export class Supervisor {
     if (n?.status !== 'STARTING') return;
     try {
       const rt = await this.o.driver.start(specOf(n));
-      await changeNode(this.o.deps, nodeId, undefined, {
+      await this.change(nodeId, undefined, {
         pid: rt.pid,
         port: rt.port,
         started_at: Date.now(),
       });
-      this.o.logger.info({ nodeId, pid: rt.pid, port: rt.port }, 'node process started');
+      // `nodePid`: pino's own `pid` field is the cloud's.
+      this.o.logger.info({ nodeId, nodePid: rt.pid, port: rt.port }, 'node process started');
     } catch (err) {
       this.o.logger.error({ err, nodeId }, 'node start failed');
-      await this.fail(n, `could not start: ${(err as Error).message}`);
+      await this.fail(n, `could not start: ${(err as Error).message}`, 'start_error');
     }
   }
 
   /** FAILED, with the next automatic restart planned by the restart policy. */
-  private async fail(n: NodeRow, reason: string): Promise<void> {
+  private async fail(n: NodeRow, reason: string, kind: FailureReason): Promise<void> {
     const now = Date.now();
     await this.o.driver.stop(specOf(n), runtimeOf(n), this.o.stopGraceMs);
     const windowStart = n.restart_window_start === null ? null : bigintNumber(n.restart_window_start);
@@ -269,7 +310,7 @@ export class Supervisor {
         ? now + backoff[Math.min(count, backoff.length - 1)]!
         : null;
     this.unhealthy.delete(n.id);
-    await changeNode(this.o.deps, n.id, 'FAILED', {
+    const r = await this.change(n.id, 'FAILED', {
       pid: null,
       started_at: null,
       last_error: reason,
@@ -277,6 +318,7 @@ export class Supervisor {
       restart_window_start: fresh ? now : windowStart,
       next_restart_at: next,
     });
+    if (r) this.o.onFailure?.(kind);
     this.o.logger.warn({ nodeId: n.id, reason, nextRestartAt: next }, 'node failed');
   }
 
@@ -288,7 +330,12 @@ export class Supervisor {
 
   /** Stops every node process (service shutdown with `stop_on_shutdown`, tests). Statuses are kept. */
   async stopAllProcesses(): Promise<void> {
-    const rows = await this.db.selectFrom('nodes').selectAll().where('deleted_at', 'is', null).execute();
+    const rows = await this.db
+      .selectFrom('nodes')
+      .selectAll()
+      .where('deleted_at', 'is', null)
+      .where('owner_id', '=', this.me)
+      .execute();
     await Promise.all(
       rows.map((n) =>
         this.o.locks.run(n.id, () => this.o.driver.stop(specOf(n), runtimeOf(n), this.o.stopGraceMs)),

@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@rgbx/service-kit';
+import { AddressPolicy } from '@rgbx/service-kit/webhooks';
 import { createTestPgDatabase } from '@rgbx/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToken } from '../auth/tokens.ts';
@@ -19,7 +20,6 @@ import { selfSignedCert, TestReceiver, testConfig, until } from '../test-support
 import { Dispatcher } from './dispatcher.ts';
 import { SignerCache } from './keys.ts';
 import { SignPool, signInline } from './sign-pool.ts';
-import { AddressPolicy } from './ssrf.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'cloud-batch-'));
 const tls = selfSignedCert(join(root, 'tls'));

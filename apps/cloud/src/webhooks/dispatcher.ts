@@ -8,15 +8,28 @@
  * threads (sign-pool.ts).
  */
 import type { Logger } from '@rgbx/service-kit';
+import {
+  type AddressPolicy,
+  BlockedDestinationError,
+  DeliveryTimeoutError,
+  givenUp,
+  type PostResult,
+  parseRetryAfter,
+  type Resolver,
+  type RetryPolicy,
+  retryDelay,
+  systemResolver,
+  WebhookHttpClient,
+  webhookHeaders,
+} from '@rgbx/service-kit/webhooks';
 import { bigintNumber } from '@rgbx/store';
 import { PostgresAdapter, sql, type Updateable } from 'kysely';
 import type { AttemptOutcome, CloudDb, WebhookAttemptsTable, WebhookEventsTable } from '../db/schema.ts';
-import { DeliveryTimeoutError, type PostResult, WebhookHttpClient } from './http-post.ts';
+import type { DeliveryObservation } from '../metrics.ts';
+import { pruneStatusChanges } from './deliveries.ts';
 import type { Signer, SignerCache } from './keys.ts';
 import { pruneDelivered } from './outbox.ts';
-import { givenUp, parseRetryAfter, type RetryPolicy, retryDelay } from './schedule.ts';
 import { SignPool, signInline } from './sign-pool.ts';
-import { type AddressPolicy, BlockedDestinationError, type Resolver, systemResolver } from './ssrf.ts';
 
 export const USER_AGENT = 'rgbx-cloud-webhooks/0.1';
 
@@ -42,6 +55,10 @@ export interface DispatcherOptions {
   logger: Logger;
   /** Called after every finished attempt (tests and the console's live view). */
   onAttempt?: (a: { eventId: string; nodeId: string; attempt: number; outcome: AttemptOutcome }) => void;
+  /** Called once an attempt's result is committed (metrics). */
+  onDelivery?: (d: DeliveryObservation) => void;
+  /** Attempts found `in_flight` from a dead process, now logged `interrupted` (metrics). */
+  onInterrupted?: (n: number) => void;
 }
 
 interface Claimed {
@@ -53,6 +70,10 @@ interface Claimed {
   eventType: string;
   attempt: number;
   firstAttemptAt: number;
+  /** The event's creation (the status change), ms. */
+  createdAt: number;
+  /** Delivered before (a manual redelivery of a delivered event). */
+  deliveredBefore: boolean;
   attemptId: number | string;
   signer: Signer;
 }
@@ -96,7 +117,12 @@ export class Dispatcher {
 
   /** Stops taking events and waits for the deliveries in flight. */
   async stop(): Promise<void> {
-    if (!this.running) return;
+    if (!this.running) {
+      // Never started (a start that failed later, e.g. on the metrics port): its signing threads
+      // would keep the process alive.
+      if (!this.loopDone) await this.signPool.close();
+      return;
+    }
     this.running = false;
     this.wake();
     await this.loopDone;
@@ -106,6 +132,8 @@ export class Dispatcher {
   }
 
   private lastPrune = 0;
+  /** Attempts the last claim marked `interrupted`, reported once it commits. */
+  private claimInterrupted = 0;
 
   /** Hourly: delete delivered events past the retention period. */
   private async prune(): Promise<void> {
@@ -114,6 +142,9 @@ export class Dispatcher {
     this.lastPrune = now;
     const n = await pruneDelivered(this.o.db, now - this.o.retentionMs);
     if (n > 0) this.o.logger.info({ pruned: n }, 'pruned delivered webhook events');
+    // The status history (console chart) is kept as long, but each node's current status.
+    const s = await pruneStatusChanges(this.o.db, now - this.o.retentionMs);
+    if (s > 0) this.o.logger.info({ pruned: s }, 'pruned node status history');
   }
 
   private async loop(): Promise<void> {
@@ -164,6 +195,7 @@ export class Dispatcher {
       }
     }
     let claimed: Claimed[] = [];
+    this.claimInterrupted = 0;
     try {
       claimed = await this.o.db.transaction().execute(async (tx) => {
         await applyResults(tx, batch);
@@ -182,6 +214,8 @@ export class Dispatcher {
       throw err;
     }
     for (const r of batch) r.done();
+    if (this.claimInterrupted > 0) this.o.onInterrupted?.(this.claimInterrupted);
+    this.claimInterrupted = 0;
     if (claimed.length === 0 || !signer) return;
     const signatures = this.signPool.signMany(
       signer,
@@ -214,6 +248,7 @@ export class Dispatcher {
    */
   private async claimIn(tx: Tx, max: number, signer: Signer): Promise<Claimed[]> {
     const now = Date.now();
+    let interrupted = 0;
     const mine = [...this.inflight.keys()];
     let candidates = tx
       .selectFrom('webhook_events as e')
@@ -256,15 +291,26 @@ export class Dispatcher {
       .where('seq', 'in', candidates)
       .where('state', '=', 'pending')
       .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-      .returning(['seq', 'event_id', 'node_id', 'url', 'body', 'event_type', 'attempts', 'first_attempt_at'])
+      .returning([
+        'seq',
+        'event_id',
+        'node_id',
+        'url',
+        'body',
+        'event_type',
+        'attempts',
+        'first_attempt_at',
+        'created_at',
+        'delivered_at',
+      ])
       .execute();
     if (rows.length === 0) return [];
     rows.sort((a, b) => bigintNumber(a.seq) - bigintNumber(b.seq));
     // An attempt still "in flight" here belonged to a process that died mid-delivery (only an
     // event attempted before can have one).
     const again = rows.filter((r) => r.attempts > 1).map((r) => r.seq);
-    if (again.length > 0)
-      await tx
+    if (again.length > 0) {
+      const r = await tx
         .updateTable('webhook_attempts')
         .set({
           outcome: 'interrupted',
@@ -273,7 +319,9 @@ export class Dispatcher {
         })
         .where('event_seq', 'in', again)
         .where('outcome', '=', 'in_flight')
-        .execute();
+        .executeTakeFirst();
+      interrupted = Number(r.numUpdatedRows);
+    }
     const ids = await tx
       .insertInto('webhook_attempts')
       .values(
@@ -293,6 +341,8 @@ export class Dispatcher {
       .returning(['id', 'event_seq'])
       .execute();
     const idOf = new Map(ids.map((a) => [bigintNumber(a.event_seq), a.id]));
+    // Counted once the claim commits (a rolled-back claim interrupted nothing): see pump.
+    this.claimInterrupted = interrupted;
     return rows.map((e) => {
       const seq = bigintNumber(e.seq);
       const attemptId = idOf.get(seq);
@@ -306,6 +356,8 @@ export class Dispatcher {
         eventType: e.event_type,
         attempt: e.attempts,
         firstAttemptAt: bigintNumber(e.first_attempt_at ?? now),
+        createdAt: bigintNumber(e.created_at),
+        deliveredBefore: e.delivered_at !== null,
         attemptId,
         signer,
       };
@@ -356,19 +408,18 @@ export class Dispatcher {
       signature = signInline(signer, bytes);
     }
     const started = Date.now();
-    const headers = {
-      'content-type': 'application/json; charset=utf-8',
-      'user-agent': USER_AGENT,
-      'x-service-signature': signature,
-      'x-service-signature-key-id': signer.keyId,
-      'x-service-event-id': c.eventId,
-      'x-service-event-type': c.eventType,
-      'x-service-timestamp': String(Math.floor(started / 1000)),
-      'x-service-attempt': String(c.attempt),
-      'x-service-sequence': String(c.seq),
-    };
+    const headers = webhookHeaders({
+      signature,
+      keyId: signer.keyId,
+      eventId: c.eventId,
+      eventType: c.eventType,
+      attempt: c.attempt,
+      sequence: c.seq,
+      userAgent: USER_AGENT,
+      timestamp: Math.floor(started / 1000),
+    });
     let result: PostResult | undefined;
-    let outcome: AttemptOutcome;
+    let outcome: Exclude<AttemptOutcome, 'in_flight'>;
     let error: string | null = null;
     try {
       result = await this.client.post(c.url, bytes, headers, {
@@ -430,6 +481,13 @@ export class Dispatcher {
         { eventId: c.eventId, nodeId: c.nodeId, attempts: c.attempt },
         'webhook event abandoned; endpoint marked failing',
       );
+    this.o.onDelivery?.({
+      outcome,
+      createdAt: c.createdAt,
+      at: now,
+      firstReceipt: !c.deliveredBefore,
+      abandoned: abandon,
+    });
     this.o.onAttempt?.({ eventId: c.eventId, nodeId: c.nodeId, attempt: c.attempt, outcome });
   }
 }

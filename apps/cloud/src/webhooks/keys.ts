@@ -6,16 +6,14 @@
  * The key id is the RFC 7638 JWK thumbprint (SHA-256, base64url). Private parts are stored only
  * sealed by the `SigningKeyVault` (AES-256-GCM under the configured encryption key).
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
-import { promisify } from 'node:util';
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { generateWebhookKey, keyIdOf, WEBHOOK_KEY_BITS } from '@rgbx/service-kit/webhooks';
 import { bigintNumber, type Dialect, isUniqueViolation } from '@rgbx/store';
 import { sql } from 'kysely';
 import type { CloudDb, KeyStatus } from '../db/schema.ts';
 import { KeyVaultError, SigningKeyVault } from './key-vault.ts';
 
-const generate = promisify(generateKeyPair);
-
-export const KEY_BITS = 3072;
+export const KEY_BITS = WEBHOOK_KEY_BITS;
 
 export interface PublishedKey {
   keyId: string;
@@ -30,12 +28,7 @@ export interface Signer {
   privateKey: KeyObject;
 }
 
-/** RFC 7638 thumbprint of an RSA public key. */
-export function keyIdOf(publicKey: KeyObject): string {
-  const jwk = publicKey.export({ format: 'jwk' }) as { e: string; n: string };
-  const canonical = JSON.stringify({ e: jwk.e, kty: 'RSA', n: jwk.n });
-  return createHash('sha256').update(canonical).digest('base64url');
-}
+export { keyIdOf };
 
 /**
  * Generates a key and stores it (its private part sealed) as `current` (the first key) or
@@ -47,10 +40,7 @@ async function insertNewKey(
   status: 'current' | 'published',
   now: number,
 ): Promise<string> {
-  const { privateKey, publicKey } = await generate('rsa', {
-    modulusLength: KEY_BITS,
-    publicExponent: 0x10001,
-  });
+  const { privateKey, publicKey } = await generateWebhookKey();
   const kid = keyIdOf(publicKey);
   await db
     .insertInto('signing_keys')

@@ -5,9 +5,9 @@
  * runs in parallel with the database commits, TLS and HTTP work on the main thread. With 0 threads, or
  * if a worker fails, signing happens inline, as before. Errors carry no key material.
  */
-import { sign } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import { siblingModule, ThreadPool } from '@rgbx/service-kit';
+import { signWebhookBodySync } from '@rgbx/service-kit/webhooks';
 import type { Signer } from './keys.ts';
 import type { SignReply, SignRequest } from './sign-worker.ts';
 
@@ -23,7 +23,7 @@ export class SignPoolError extends Error {
 
 /** Base64 RSA-SHA256 (PKCS#1 v1.5) signature of `body`, on the calling thread. */
 export function signInline(signer: Signer, body: Uint8Array): string {
-  return sign('sha256', body, signer.privateKey).toString('base64');
+  return signWebhookBodySync(body, signer.privateKey);
 }
 
 const post = (worker: Worker, m: SignRequest) => worker.postMessage(m);

@@ -4,8 +4,9 @@
  * signature as soon as it is done. Errors name a code, never key material. Started by URL:
  * `dist/webhooks/sign-worker.js` in the service, this file itself under the test runner.
  */
-import { type KeyObject, sign } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
+import { signWebhookBodySync } from '@rgbx/service-kit/webhooks';
 
 export type SignRequest =
   | { type: 'key'; keyId: string; key: KeyObject }
@@ -42,7 +43,7 @@ port.on('message', (m: SignRequest) => {
           continue;
         }
         try {
-          reply({ id, signature: sign('sha256', Buffer.from(m.bodies[i]!, 'utf8'), key).toString('base64') });
+          reply({ id, signature: signWebhookBodySync(Buffer.from(m.bodies[i]!, 'utf8'), key) });
         } catch (err) {
           const code = (err as NodeJS.ErrnoException | undefined)?.code;
           reply({ id, error: code ? String(code) : 'signing failed' });
