@@ -1,10 +1,17 @@
+import { join } from 'node:path';
 import cors from '@fastify/cors';
 import { SCHEMA_KEYWORDS, WALLET_NODE_SCHEMAS } from '@rgbx/contracts/wallet-node';
 import { createServer, type HttpTimeouts, type Logger, type ServiceApp } from '@rgbx/service-kit';
+import { AddressPolicy, systemResolver } from '@rgbx/service-kit/webhooks';
 import type { WalletNodeConfig } from './config.ts';
 import { envelope } from './errors.ts';
+import { WalletEvents } from './events/hub.ts';
+import { registerEventRoutes } from './events/routes.ts';
+import { registerWebhookRoutes } from './events/webhook-routes.ts';
+import { retryCappedAt, WalletWebhooks } from './events/webhooks.ts';
 import { IdentityCache, MISSING_HEADERS_TEXT } from './identity.ts';
 import { installLosslessJson, normalizeBodyAliases } from './json.ts';
+import { WalletNodeMetrics } from './metrics.ts';
 import { ChildPool } from './pool.ts';
 import { registerRoutes } from './routes/index.ts';
 import { WalletRegistry } from './wallets.ts';
@@ -16,6 +23,8 @@ export interface WalletNode {
   app: ServiceApp;
   pool: ChildPool;
   registry: WalletRegistry;
+  /** Its metrics when `[metrics] enabled` (served by main.ts); undefined: nothing hooked or counted. */
+  metrics: WalletNodeMetrics | undefined;
   /** Starts the rgb-lib children and background timers (call before listening). */
   start(): Promise<void>;
   /** Drops every wallet and stops the children. */
@@ -44,6 +53,8 @@ export const CORS_DEFAULT_HEADERS = [
   'xpub-van',
   'xpub-col',
   'master-fingerprint',
+  // The SDK's events() in a browser resumes GET /wallet/events with this header (EventSource needs no preflight).
+  'last-event-id',
 ];
 
 const WALLET_PATH = /^\/(wallet\/|blindreceive(\?|$))/;
@@ -77,13 +88,16 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
     },
   });
   for (const s of WALLET_NODE_SCHEMAS) app.addSchema(s);
+  // Metrics off (or a configuration built in code without [metrics]): no hook, no timed host, nothing counted.
+  const metrics = cfg.metrics?.enabled ? new WalletNodeMetrics() : undefined;
+  metrics?.instrument(app);
   if (cfg.api.enable_cors) {
     // As the reference: "" or "*" allows any origin (no credentials); one named origin gets credentials.
     const any = cfg.api.cors_domain === '' || cfg.api.cors_domain === '*';
     app.register(cors, {
       origin: any ? '*' : cfg.api.cors_domain,
       credentials: !any,
-      methods: ['GET', 'POST', 'OPTIONS'],
+      methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
       allowedHeaders: [
         ...new Set([...CORS_DEFAULT_HEADERS, ...cfg.api.allowed_headers.map((h) => h.toLowerCase())]),
       ],
@@ -93,8 +107,37 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
   }
   installLosslessJson(app, cfg.api.body_limit_bytes);
 
-  const pool = ChildPool.forConfig(cfg.wallet);
+  const pool = ChildPool.forConfig(
+    cfg.wallet,
+    metrics ? (call, secs, ok) => metrics.rgbCall(call, secs, ok) : undefined,
+  );
   const registry = new WalletRegistry(cfg.wallet, pool, logger);
+  if (metrics) {
+    registry.metrics = metrics;
+    metrics.watch(pool, registry, cfg.wallet.data_dir);
+  }
+  const events = new WalletEvents({
+    retentionMs: (cfg.wallet.events_retention_secs ?? 7 * 86_400) * 1000,
+    log: logger,
+  });
+  events.attach(registry);
+  // Each wallet's webhook (POST /wallet/webhook): its event log is the outbox.
+  const webhooks = new WalletWebhooks({
+    dataDir: cfg.wallet.data_dir,
+    ...(cfg.wallet.webhook_url === undefined ? {} : { defaultUrl: cfg.wallet.webhook_url }),
+    keyFile: cfg.wallet.webhook_signing_key_file ?? join(cfg.wallet.data_dir, '.webhook-key.pem'),
+    policy: new AddressPolicy({
+      allowCidrs: cfg.wallet.webhook_allow_cidrs ?? [],
+      allowHttp: cfg.wallet.webhook_allow_http ?? false,
+    }),
+    resolver: systemResolver,
+    timeoutMs: (cfg.wallet.webhook_timeout_secs ?? 10) * 1000,
+    maxPendingEvents: cfg.wallet.webhook_max_pending_events ?? 10_000,
+    retry: retryCappedAt((cfg.wallet.webhook_max_retry_secs ?? 300) * 1000),
+    events,
+    log: logger,
+    ...(metrics ? { onAttempt: (ok: boolean) => metrics.webhookAttempt(ok) } : {}),
+  });
 
   // Headers before body, as the reference: a missing header is a 401 even when the body is bad. Callback hooks
   // (no promise per request); the validated identities of recent header triples are cached (IdentityCache).
@@ -105,6 +148,7 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
     const route = req.routeOptions.url;
     // Decoding an invoice and generating keys read no wallet: the BTCPay plugin calls them without the identity
     // headers.
+    // GET /wallet/events reads its identity itself (headers, or query parameters for a browser's EventSource).
     if (
       route === undefined ||
       req.method !== 'POST' ||
@@ -148,6 +192,17 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
       commit: process.env.GIT_COMMIT ?? 'n/a',
     },
   });
+  const streams = registerEventRoutes(app, {
+    registry,
+    events,
+    identities,
+    heartbeatMs: (cfg.wallet.events_heartbeat_secs ?? 15) * 1000,
+    maxStreamsPerWallet: cfg.wallet.events_max_streams_per_wallet ?? 8,
+  });
+  registerWebhookRoutes(app, { registry, webhooks, identities });
+  metrics?.watchEvents(webhooks, streams);
+  // Open event streams end before the server waits for its connections.
+  app.addHook('preClose', async () => streams.close());
   // The spec's document path, next to the kit's /_swagger/json and /_swagger/yaml.
   const swaggerOf = app as unknown as { swagger(o: { yaml: true }): string };
   app.get('/_swagger/swagger.yaml', { schema: { hide: true } as object }, async (_req, reply) =>
@@ -158,11 +213,14 @@ export function buildWalletNode(cfg: WalletNodeConfig, logger: Logger): WalletNo
     app,
     pool,
     registry,
+    metrics,
     async start() {
       await pool.start();
+      await webhooks.start();
       registry.startBackground();
     },
     async close() {
+      await webhooks.close();
       await registry.close();
       await pool.close();
     },

@@ -179,6 +179,8 @@ async function startNode(name: string): Promise<Node> {
       '[api]',
       'port = 0',
       `body_limit_bytes = ${BODY_LIMIT}`,
+      '[metrics]', // any free port: never the default 9401 in tests
+      'port = 0',
       '[wallet]',
       `data_dir = ${JSON.stringify(data)}`,
       'network = "regtest"',

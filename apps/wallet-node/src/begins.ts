@@ -121,16 +121,60 @@ export function abortPendingVanillaTx(walletDir: string, txid: string): string[]
   }
 }
 
+/**
+ * For the metrics (`pending_begins`, `oldest_pending_begin_age_seconds`): per wallet directory, the records last
+ * read or written by this process (count, oldest). Kept only while tracking is on (`[metrics] enabled`).
+ */
+let tracked: Map<string, { count: number; oldest: number | undefined }> | undefined;
+
+/** Turns the bookkeeping for the metrics on (or off, forgetting it). */
+export function trackBegins(on: boolean): void {
+  tracked = on ? (tracked ?? new Map()) : undefined;
+}
+
+function noteRecords(walletDir: string, begins: BeginRecords): void {
+  if (!tracked) return;
+  let count = 0;
+  let oldest: number | undefined;
+  for (const r of Object.values(begins)) {
+    count++;
+    if (oldest === undefined || r.since < oldest) oldest = r.since;
+  }
+  if (count === 0) tracked.delete(walletDir);
+  else tracked.set(walletDir, { count, oldest });
+}
+
+/**
+ * The begins recorded in the wallets under `dataDir` that this process has read or written since it started:
+ * how many, and when the oldest was served (unix ms).
+ */
+export function pendingBeginsSummary(dataDir: string): { count: number; oldestSince: number | undefined } {
+  let count = 0;
+  let oldestSince: number | undefined;
+  if (!tracked) return { count, oldestSince };
+  const prefix = join(dataDir, '/');
+  for (const [dir, t] of tracked) {
+    if (!dir.startsWith(prefix)) continue;
+    count += t.count;
+    if (t.oldest !== undefined && (oldestSince === undefined || t.oldest < oldestSince))
+      oldestSince = t.oldest;
+  }
+  return { count, oldestSince };
+}
+
 export function readBeginRecords(walletDir: string): BeginRecords {
+  let begins: BeginRecords = {};
   try {
     const parsed = JSON.parse(readFileSync(join(walletDir, BEGINS_FILE), 'utf8')) as {
       version?: number;
       begins?: BeginRecords;
     };
-    return parsed.version === 1 && parsed.begins && typeof parsed.begins === 'object' ? parsed.begins : {};
+    if (parsed.version === 1 && parsed.begins && typeof parsed.begins === 'object') begins = parsed.begins;
   } catch {
-    return {};
+    begins = {};
   }
+  noteRecords(walletDir, begins);
+  return begins;
 }
 
 export function writeBeginRecords(walletDir: string, begins: BeginRecords): void {
@@ -138,6 +182,7 @@ export function writeBeginRecords(walletDir: string, begins: BeginRecords): void
   const tmp = `${path}.tmp`;
   writeFileSync(tmp, `${JSON.stringify({ version: 1, begins }, null, 2)}\n`, { mode: 0o600 });
   renameSync(tmp, path);
+  noteRecords(walletDir, begins);
 }
 
 /** Records a begin the node just served (so its age is known). */

@@ -21,6 +21,8 @@ beforeAll(async () => {
     [
       '[api]',
       'port = 0',
+      '[metrics]', // any free port: never the default 9401 in tests
+      'port = 0',
       '[wallet]',
       `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
       'network = "regtest"',

@@ -1,5 +1,5 @@
 import { cpus } from 'node:os';
-import { type Static, Type } from '@rgbx/service-kit';
+import { ConfigError, type ConfigIssue, MetricsConfigSchema, type Static, Type } from '@rgbx/service-kit';
 
 /** Networks the service accepts in `wallet.network`, mapped to rgb-lib's names. */
 export const NETWORKS = {
@@ -112,6 +112,23 @@ export const WalletNodeConfig = Type.Object(
           Type.Union([Type.Literal('nia'), Type.Literal('cfa'), Type.Literal('uda'), Type.Literal('ifa')]),
           { default: ['nia'], uniqueItems: true, maxItems: 4 },
         ),
+        /**
+         * Connections this node may hold open to its indexer at once, all rgb-lib children and the HTTP process
+         * together: what the indexer allows this node (README "Sizing"). Default 512, half of the devnet Electrum
+         * server's `max_connections` (1,024).
+         */
+        indexer_max_connections: Type.Integer({ default: 512, minimum: 4, maximum: 1_000_000 }),
+        /**
+         * Wallets online at once, across all children (each holds {@link INDEXER_CONNECTIONS_PER_WALLET} indexer
+         * connections while open). When one more must go online, the least recently used idle one is closed first.
+         * Default: (indexer_max_connections − the HTTP process's own 2) ÷ 2.
+         */
+        max_online_wallets: Type.Optional(Type.Integer({ minimum: 1, maximum: 500_000 })),
+        /**
+         * Wallets open at once (online or not; ~3 file descriptors, 2 threads and ~0.5 MiB each in its child).
+         * Default 2,000, and never below max_online_wallets.
+         */
+        max_open_wallets: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
         /** Check at start that the indexer answers (Electrum `server.version`). */
         check_indexer_at_start: Type.Boolean({ default: true }),
         /**
@@ -120,13 +137,99 @@ export const WalletNodeConfig = Type.Object(
          * the wire, so bind to loopback or put the node behind TLS before enabling it.
          */
         allow_generate_keys: Type.Boolean({ default: false }),
+        // --- wallet events (README "Events") ---
+        /** Events older than this are dropped from each wallet's log (a resume from before them gets `reset`). */
+        events_retention_secs: Type.Integer({ default: 7 * 86_400, minimum: 60, maximum: 366 * 86_400 }),
+        /** A heartbeat comment on every open event stream this often (keeps proxies from closing it). */
+        events_heartbeat_secs: Type.Integer({ default: 15, minimum: 1, maximum: 3600 }),
+        /** Event streams open at once per wallet; one more is answered 429. */
+        events_max_streams_per_wallet: Type.Integer({ default: 8, minimum: 1, maximum: 1000 }),
+        // --- wallet webhooks (README "Webhooks"): POST /wallet/webhook {url}, or webhook_url for all ---
+        /**
+         * A webhook for every wallet that has none of its own (the node operator's: all wallets' events, each
+         * naming its wallet); https (http only to `webhook_allow_cidrs` with `webhook_allow_http`).
+         */
+        webhook_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+        /** Webhooks may go to these ranges although they are not public (devnet: `["127.0.0.0/8"]`). */
+        webhook_allow_cidrs: Type.Array(Type.String({ minLength: 1 }), { default: [], maxItems: 100 }),
+        /** Allow `http://` webhook URLs, to allowlisted addresses only. */
+        webhook_allow_http: Type.Boolean({ default: false }),
+        /** PEM (PKCS#8) RSA key that signs webhooks; default `<data_dir>/.webhook-key.pem`, made at first start. */
+        webhook_signing_key_file: Type.Optional(Type.String({ minLength: 1 })),
+        /** One attempt's deadline (connect and answer). */
+        webhook_timeout_secs: Type.Integer({ default: 10, minimum: 1, maximum: 300 }),
+        /** Longest wait between two attempts (the schedule is 1 s, 5 s, 30 s, 2 min, 5 min, capped by this). */
+        webhook_max_retry_secs: Type.Integer({ default: 300, minimum: 1, maximum: 3600 }),
+        /**
+         * Undelivered events a wallet's log keeps past `events_retention_secs` while its receiver is down; beyond
+         * that the oldest are dropped as usual and delivery goes on after the gap (`X-Service-Sequence` jumps).
+         */
+        webhook_max_pending_events: Type.Integer({ default: 10_000, minimum: 1, maximum: 10_000_000 }),
       },
       { additionalProperties: false },
     ),
+    /** `GET /metrics` (Prometheus) on a listen address of its own (default 127.0.0.1:9401), never the API's. */
+    metrics: MetricsConfigSchema(9401),
   },
   { additionalProperties: false },
 );
 export type WalletNodeConfig = Static<typeof WalletNodeConfig>;
+
+/**
+ * Indexer connections one online rgb-lib 0.3 wallet holds while it stays open: BDK's Electrum client and the RGB
+ * resolver's (measured: 10 wallets online in a child, 20 established connections to the Electrum port).
+ */
+export const INDEXER_CONNECTIONS_PER_WALLET = 2;
+/**
+ * Indexer connections the HTTP process itself may hold at once (`sendbtcbegin`'s previous transactions,
+ * `sendbtcend`'s broadcast, `/readiness` probes); more wait their turn.
+ */
+export const INDEXER_CONNECTIONS_OF_THE_NODE = 2;
+const DEFAULT_MAX_OPEN_WALLETS = 2_000;
+const DEFAULT_INDEXER_MAX_CONNECTIONS = 512;
+
+export interface WalletBudgetConfig {
+  maxOnline: number;
+  maxOpen: number;
+  /** `wallet.indexer_max_connections` (with its default). */
+  indexerMaxConnections: number;
+  /** The most indexer connections the node can hold with this budget. */
+  connections: number;
+}
+
+/**
+ * The wallet budget of a configuration: `max_online_wallets` (default from `indexer_max_connections`) and
+ * `max_open_wallets`. Throws a ConfigError naming the keys when they cannot hold together.
+ */
+export function walletBudgetOf(w: WalletNodeConfig['wallet']): WalletBudgetConfig {
+  // A configuration built in code (not loaded: no schema defaults) gets the defaults too.
+  const indexerMax = w.indexer_max_connections ?? DEFAULT_INDEXER_MAX_CONNECTIONS;
+  const fromConnections = Math.floor(
+    (indexerMax - INDEXER_CONNECTIONS_OF_THE_NODE) / INDEXER_CONNECTIONS_PER_WALLET,
+  );
+  const maxOnline = w.max_online_wallets ?? fromConnections;
+  const connections = maxOnline * INDEXER_CONNECTIONS_PER_WALLET + INDEXER_CONNECTIONS_OF_THE_NODE;
+  const issues: ConfigIssue[] = [];
+  if (connections > indexerMax) {
+    issues.push({
+      path: 'wallet.max_online_wallets',
+      message:
+        `wallet.max_online_wallets = ${maxOnline} needs up to ${connections} indexer connections ` +
+        `(${INDEXER_CONNECTIONS_PER_WALLET} per online wallet + ${INDEXER_CONNECTIONS_OF_THE_NODE} of the node's own), ` +
+        `more than wallet.indexer_max_connections = ${indexerMax}: raise the latter (if the indexer allows it) ` +
+        `or lower the former to at most ${fromConnections}`,
+    });
+  }
+  const maxOpen = w.max_open_wallets ?? Math.max(DEFAULT_MAX_OPEN_WALLETS, maxOnline);
+  if (maxOpen < maxOnline) {
+    issues.push({
+      path: 'wallet.max_open_wallets',
+      message: `wallet.max_open_wallets = ${maxOpen} is below wallet.max_online_wallets = ${maxOnline} (an online wallet is open)`,
+    });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return { maxOnline, maxOpen, indexerMaxConnections: indexerMax, connections };
+}
 
 /**
  * Accepts the reference's spellings before validation: `network` in any case (it lowercases it too),

@@ -92,6 +92,29 @@ const TABLE = {
       `${op} took longer than its deadline (wallet.transport_call_timeout_secs for calls that talk to RGB ` +
       'proxies, wallet.call_timeout_secs for the others) and was stopped; nothing else of this wallet was affected',
   },
+  INDEXER_UNAVAILABLE: {
+    wire: [1018, 'indexer_unavailable'],
+    status: 503,
+    message: (indexer: string, what: string) =>
+      `the indexer ${indexer} ${what}; the call did not complete, retry after the Retry-After seconds`,
+  },
+  WALLETS_BUSY: {
+    wire: [1019, 'wallets_busy'],
+    status: 503,
+    message: (limit: string) =>
+      `every place for an ${limit} is taken by a wallet with a call in flight; retry after the Retry-After seconds`,
+  },
+  TOO_MANY_STREAMS: {
+    wire: [1020, 'too_many_streams'],
+    status: 429,
+    message: (max: number) =>
+      `this wallet has ${max} event streams open (wallet.events_max_streams_per_wallet)`,
+  },
+  WEBHOOK_URL_REFUSED: {
+    wire: [1021, 'webhook_url_refused'],
+    status: 400,
+    message: (why: string) => `webhook URL refused: ${why}`,
+  },
   INTERNAL: { wire: [500, 'internal_error'], status: 500, message: 'something went wrong' },
 } as const;
 
@@ -142,6 +165,9 @@ export const RGB_VARIANTS: Record<string, keyof typeof CODES> = {
 
 const REQUIRED = /^must have required property '(.+)'$/;
 
+/** The 5xx errors answered with their own code, message and details (every other 5xx is the spec's 500). */
+const ANSWERED_5XX = new Set(['CALL_TIMEOUT', 'INDEXER_UNAVAILABLE', 'WALLETS_BUSY']);
+
 /** The envelope the reference serves: `{error:{code, status, message, details}}`. */
 export const envelope: ErrorEnvelopeFactory = (e: ErrorInfo) => {
   let key = e.code;
@@ -173,8 +199,9 @@ export const envelope: ErrorEnvelopeFactory = (e: ErrorInfo) => {
   } else if (!(e.code in CODES)) {
     key = statusCode >= 500 ? 'INTERNAL' : 'INVALID_REQUEST';
   }
-  // 5xx say nothing of the cause, except our own deadline error (its message names only the operation).
-  if (statusCode >= 500 && key !== 'CALL_TIMEOUT') {
+  // 5xx say nothing of the cause, except our own documented ones: the deadline error (its message names only the
+  // operation), the indexer's refusal (it names the configured indexer and what it refused) and a full budget.
+  if (statusCode >= 500 && !ANSWERED_5XX.has(key)) {
     key = 'INTERNAL';
     message = 'something went wrong';
     details = {};

@@ -25,6 +25,8 @@ function config(name: string, extra: string[]): string {
     [
       '[api]',
       'port = 0',
+      '[metrics]', // any free port: never the default 9401 in tests
+      'port = 0',
       '[wallet]',
       `data_dir = ${JSON.stringify(join(dir, name))}`,
       'network = "regtest"',

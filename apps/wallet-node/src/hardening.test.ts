@@ -27,6 +27,8 @@ beforeAll(async () => {
       '[api]',
       'port = 0',
       `request_timeout_secs = ${REQUEST_TIMEOUT_MS / 1000}`,
+      '[metrics]', // any free port: never the default 9401 in tests
+      'port = 0',
       '[wallet]',
       `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
       'network = "regtest"',

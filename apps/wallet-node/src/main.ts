@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-import { chmodSync, mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { killLeftoverChildren } from '@rgbx/rgb';
 import { announceListening, createLogger, loadTomlConfig, runMain, runService } from '@rgbx/service-kit';
 import { buildWalletNode } from './app.ts';
-import { ineffectiveKeys, prepareConfig, WalletNodeConfig } from './config.ts';
+import { ineffectiveKeys, prepareConfig, WalletNodeConfig, walletBudgetOf } from './config.ts';
 import { lockDataDir } from './lock.ts';
+import { startWalletNodeMetricsServer } from './metrics.ts';
 import { childPidDir } from './pool.ts';
 import { checkIndexer } from './preflight.ts';
 import { WalletRegistry } from './wallets.ts';
@@ -27,7 +28,26 @@ async function main(): Promise<void> {
   cfg.wallet.data_dir = resolve(
     cfg.wallet.alias ? join(cfg.wallet.data_dir, cfg.wallet.alias) : cfg.wallet.data_dir,
   );
+  // A budget that cannot hold (more online wallets than indexer connections allow) is a configuration error.
+  const budget = walletBudgetOf(cfg.wallet);
   const logger = createLogger({ name: 'wallet-node', destination: 2 });
+  logger.info(
+    {
+      max_online_wallets: budget.maxOnline,
+      max_open_wallets: budget.maxOpen,
+      indexer_max_connections: budget.indexerMaxConnections,
+      indexer_connections_at_most: budget.connections,
+    },
+    'wallet budget',
+  );
+  const fds = openFilesLimit();
+  // Each open wallet holds ~3 descriptors in its child and an online one 2 sockets more; one child may own them all.
+  const needFds = budget.maxOpen * 3 + budget.maxOnline * 2 + 256;
+  if (fds !== undefined && fds < needFds)
+    logger.warn(
+      { open_files_limit: fds, needed_at_most: needFds },
+      'the open files limit (ulimit -n) may be too low for wallet.max_open_wallets: raise it or lower the budget',
+    );
   const ignored = ineffectiveKeys(cfg);
   if (ignored.length > 0) logger.warn({ keys: ignored }, 'configuration keys accepted but without effect');
   try {
@@ -53,6 +73,10 @@ async function main(): Promise<void> {
     logger.info({ indexer }, 'indexer answers');
   }
   const node = buildWalletNode(cfg, logger);
+  // Its own listener, before the children start: a taken port fails the start (naming [metrics]).
+  const metricsServer = node.metrics
+    ? await startWalletNodeMetricsServer(node.metrics, cfg.metrics)
+    : undefined;
   await node.start();
   const running = await runService({
     app: node.app,
@@ -60,11 +84,23 @@ async function main(): Promise<void> {
     port: cfg.api.port,
     logger,
     onShutdown: async () => {
+      await metricsServer?.close();
       await node.close();
       release();
     },
   });
-  announceListening(running.address.url);
+  if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
+  announceListening(running.address.url, metricsServer ? { metrics_url: metricsServer.url } : {});
+}
+
+/** This process's soft RLIMIT_NOFILE (its rgb-lib children inherit it), from /proc; undefined if unknown. */
+function openFilesLimit(): number | undefined {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 // A bad configuration exits with status 1, as this service has always documented.

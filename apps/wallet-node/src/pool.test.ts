@@ -37,6 +37,25 @@ describe('Slot', () => {
     expect(s.queued).toBe(0);
   });
 
+  it('runs an urgent task (a close another call waits for) before every queued task, after the running one', async () => {
+    const s = slot();
+    const order: string[] = [];
+    const task =
+      (name: string, ms = 1) =>
+      async () => {
+        await new Promise((r) => setTimeout(r, ms));
+        order.push(name);
+      };
+    const all = [
+      s.run('foreground', task('running', 20)),
+      s.run('foreground', task('fg-1')),
+      s.run('background', task('bg-1')),
+      s.run('urgent', task('close')),
+    ];
+    await Promise.all(all);
+    expect(order).toEqual(['running', 'close', 'fg-1', 'bg-1']);
+  });
+
   it('keeps going after a task fails, and the failure reaches only its caller', async () => {
     const s = slot();
     const bad = s.run('foreground', async () => {

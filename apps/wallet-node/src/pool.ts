@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { RgbHost } from '@rgbx/rgb';
+import { RgbHost, type RgbHostOptions, type WalletFunction } from '@rgbx/rgb';
 import type { WalletNodeConfig } from './config.ts';
 
 /** How long a clean stop waits for a child to end its calls and exit before SIGKILL (below the kit's 10 s). */
@@ -37,6 +37,8 @@ export class Slot {
   #running: { owner: string; since: number; transport: boolean } | null = null;
   /** Wallets were moved off this child while it was busy: restart it before the next task. */
   tainted = false;
+  /** This spare's child is being stopped (it holds no wallet): its exit is no restart (metrics). */
+  stoppingSpare = false;
 
   constructor(index: number, host: RgbHost) {
     this.index = index;
@@ -47,15 +49,28 @@ export class Slot {
     return this.#fg.length + this.#bg.length + (this.#running ? 1 : 0);
   }
 
+  /** Calls waiting (not running), by priority. */
+  get waiting(): { foreground: number; background: number } {
+    return { foreground: this.#fg.length, background: this.#bg.length };
+  }
+
   /** The wallet whose call runs now, and for how long (ms); null when idle. */
   running(now = Date.now()): { owner: string; forMs: number; transport: boolean } | null {
     const r = this.#running;
     return r ? { owner: r.owner, forMs: now - r.since, transport: r.transport } : null;
   }
 
-  run<T>(priority: Priority, fn: () => Promise<T>, owner = '', transport = false): Promise<T> {
+  /**
+   * Queues `fn`. `urgent` goes before every queued call: only for a wallet's close that another call waits for
+   * (budget.ts), a ~1 ms drop of a wallet with nothing queued, which must not wait behind the whole queue.
+   */
+  run<T>(priority: Priority | 'urgent', fn: () => Promise<T>, owner = '', transport = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#push(priority, { fn, resolve: resolve as (v: unknown) => void, reject, owner, transport });
+      const task = { fn, resolve: resolve as (v: unknown) => void, reject, owner, transport };
+      if (priority === 'urgent') {
+        this.#fg.unshift(task);
+        this.#pump();
+      } else this.#push(priority, task);
     });
   }
 
@@ -130,6 +145,63 @@ export function childPidDir(dataDir: string): string {
   return join(dataDir, '.children');
 }
 
+/** Told of every rgb-lib call a pool's children make: its name, seconds (IPC included) and whether it succeeded. */
+export type RgbCallObserver = (call: string, seconds: number, ok: boolean) => void;
+
+/**
+ * An {@link RgbHost} that times its calls (the metrics' `rgblib_call_duration_seconds`): wallet functions by
+ * their rgb-lib name, opening and freeing a wallet, and the few stateless operations by theirs.
+ */
+class TimedHost extends RgbHost {
+  readonly #observe: RgbCallObserver;
+
+  constructor(opts: RgbHostOptions, observe: RgbCallObserver) {
+    super(opts);
+    this.#observe = observe;
+    // The stateless operations (invoiceData, generateKeys, restoreBackup, …), by their operation name.
+    const request = this.request.bind(this) as (op: string, ...args: unknown[]) => Promise<unknown>;
+    this.request = ((op: string, ...args: unknown[]) =>
+      this.#timed(op, performance.now(), request(op, ...args))) as RgbHost['request'];
+  }
+
+  /** Reports `p` (started at `t0`) when it settles; returns it unchanged (no await, no wrapper promise). */
+  #timed<T>(call: string, t0: number, p: Promise<T>): Promise<T> {
+    p.then(
+      () => this.#observe(call, (performance.now() - t0) / 1000, true),
+      () => this.#observe(call, (performance.now() - t0) / 1000, false),
+    );
+    return p;
+  }
+
+  override callWallet(
+    handle: string,
+    fn: WalletFunction,
+    args: Parameters<RgbHost['callWallet']>[2],
+    timeoutMs?: number,
+  ): Promise<string | null> {
+    return this.#timed(fn, performance.now(), super.callWallet(handle, fn, args, timeoutMs));
+  }
+
+  override newWallet(
+    dataDir: string,
+    masterFingerprint: string,
+    walletDataJson: string,
+    keysJson: string,
+  ): Promise<string> {
+    return this.#timed(
+      'rgblib_new_wallet',
+      performance.now(),
+      super.newWallet(dataDir, masterFingerprint, walletDataJson, keysJson),
+    );
+  }
+
+  override freeWallet(handle: string): Promise<void> {
+    // A handle already closed is a no-op that never reaches rgb-lib: not a call.
+    if (!this.isOpen(handle)) return super.freeWallet(handle);
+    return this.#timed('rgblib_free_wallet', performance.now(), super.freeWallet(handle));
+  }
+}
+
 /**
  * The rgb-lib process pool: `size` children, each owning a disjoint set of wallets. The HTTP process
  * never loads the addon. A new wallet goes to the child owning the fewest wallets.
@@ -139,6 +211,10 @@ export class ChildPool {
 
   /** `pidDir`: record each child there while it runs (see `RgbHostOptions.pidDir`). */
   readonly #hostOpts: { callTimeoutMs: number; closeTimeoutMs: number; pidDir?: string };
+  /** Times every rgb-lib call (metrics on), else undefined: plain hosts, nothing timed. */
+  readonly #observe: RgbCallObserver | undefined;
+  /** Set by {@link close}: children exiting now are not restarts. */
+  closing = false;
   /** Children the pool may grow to while some are stuck (isolation); `size` are started up front. */
   readonly maxSize: number;
   /**
@@ -153,7 +229,13 @@ export class ChildPool {
 
   constructor(
     size: number,
-    opts: { callTimeoutMs: number; pidDir?: string; maxSize?: number; budgetMs?: number },
+    opts: {
+      callTimeoutMs: number;
+      pidDir?: string;
+      maxSize?: number;
+      budgetMs?: number;
+      observe?: RgbCallObserver;
+    },
   ) {
     // A child still busy at shutdown is SIGKILLed after 5 s: within the service's 10 s shutdown budget, so the node
     // reaps it and removes its pid file before it exits (at 10 s both timers raced and the file could stay).
@@ -166,7 +248,12 @@ export class ChildPool {
     this.budgetMs = opts.budgetMs ?? 250;
     this.otherBudgetMs = this.budgetMs * 10;
     this.baseSize = size;
-    this.slots = Array.from({ length: size }, (_, i) => new Slot(i, new RgbHost(this.#hostOpts)));
+    this.#observe = opts.observe;
+    this.slots = Array.from({ length: size }, (_, i) => new Slot(i, this.#host()));
+  }
+
+  #host(): RgbHost {
+    return this.#observe ? new TimedHost(this.#hostOpts, this.#observe) : new RgbHost(this.#hostOpts);
   }
 
   /**
@@ -202,7 +289,7 @@ export class ChildPool {
   }
 
   #add(): Slot {
-    const slot = new Slot(this.slots.length, new RgbHost(this.#hostOpts));
+    const slot = new Slot(this.slots.length, this.#host());
     this.slots.push(slot);
     for (const cb of this.#onSlot) cb(slot);
     return slot;
@@ -222,12 +309,13 @@ export class ChildPool {
   }
 
   /** The pool of a wallet node: `workers` children, `call_timeout_secs`, recorded in {@link childPidDir}. */
-  static forConfig(wallet: WalletNodeConfig['wallet']): ChildPool {
+  static forConfig(wallet: WalletNodeConfig['wallet'], observe?: RgbCallObserver): ChildPool {
     return new ChildPool(wallet.workers, {
       callTimeoutMs: wallet.call_timeout_secs * 1000,
       pidDir: childPidDir(wallet.data_dir),
       maxSize: wallet.max_workers ?? wallet.workers * 2,
       budgetMs: wallet.isolation_budget_ms,
+      ...(observe ? { observe } : {}),
     });
   }
 
@@ -250,12 +338,20 @@ export class ChildPool {
   stopIdleSpares(now = Date.now()): void {
     if (this.slots.some((s) => this.isStuck(s, now))) return;
     for (const s of this.slots) {
-      if (s.index >= this.baseSize && s.wallets.size === 0 && s.queued === 0 && s.host.pid !== undefined)
-        void s.host.restartChild().catch(() => {});
+      if (s.index >= this.baseSize && s.wallets.size === 0 && s.queued === 0 && s.host.pid !== undefined) {
+        s.stoppingSpare = true;
+        void s.host
+          .restartChild()
+          .catch(() => {})
+          .finally(() => {
+            s.stoppingSpare = false;
+          });
+      }
     }
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await Promise.all(this.slots.map((s) => s.host.close()));
   }
 }

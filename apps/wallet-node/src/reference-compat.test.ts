@@ -56,6 +56,8 @@ beforeAll(async () => {
       `cors_domain = "${ORIGIN}"`,
       'allowed_headers = ["x-client-version"]',
       'max_json_size = 2048',
+      '[metrics]', // any free port: never the default 9401 in tests
+      'port = 0',
       '[wallet]',
       'alias = "node-a"',
       `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
@@ -160,16 +162,24 @@ describe('wallet node with the reference configuration', () => {
     const pre = await raw('OPTIONS', '/wallet/btcbalance', {
       origin: ORIGIN,
       'access-control-request-method': 'POST',
-      'access-control-request-headers': 'xpub-van,xpub-col,master-fingerprint,content-type,x-client-version',
+      'access-control-request-headers':
+        'xpub-van,xpub-col,master-fingerprint,content-type,x-client-version,last-event-id',
     });
     expect(pre.status).toBe(204);
     expect(pre.headers['access-control-allow-origin']).toBe(ORIGIN);
     expect(pre.headers['access-control-allow-credentials']).toBe('true');
     const allowed = String(pre.headers['access-control-allow-headers']).split(/,\s*/);
-    for (const h of ['xpub-van', 'xpub-col', 'master-fingerprint', 'content-type', 'x-client-version']) {
+    for (const h of [
+      'xpub-van',
+      'xpub-col',
+      'master-fingerprint',
+      'content-type',
+      'x-client-version',
+      'last-event-id',
+    ]) {
       expect(allowed).toContain(h);
     }
-    expect(String(pre.headers['access-control-allow-methods'])).toBe('GET, POST, OPTIONS');
+    expect(String(pre.headers['access-control-allow-methods'])).toBe('GET, POST, DELETE, OPTIONS');
     const actual = await raw('POST', '/wallet/listassets', { ...ID, origin: ORIGIN });
     expect(actual.status).toBe(200);
     expect(actual.headers['access-control-allow-origin']).toBe(ORIGIN);

@@ -21,7 +21,7 @@ function toml(over: Record<string, string> = {}, drop: string[] = []): string {
     ...over,
   };
   for (const k of drop) delete wallet[k];
-  return `[api]\nport = 0\n\n[wallet]\n${Object.entries(wallet)
+  return `[api]\nport = 0\n\n[metrics]\nport = 0\n\n[wallet]\n${Object.entries(wallet)
     .map(([k, v]) => `${k} = ${v}`)
     .join('\n')}\n`;
 }
@@ -43,6 +43,13 @@ describe('wallet node start-up', () => {
     [{ colour: '"red"' }, [], /unknown key "wallet\.colour"/],
     [{}, ['data_dir'], /wallet\.data_dir/],
     [{}, ['indexer_address'], /wallet\.indexer_address/],
+    // The wallet budget: more online wallets than the indexer connections allow (2 each + the node's 2).
+    [
+      { indexer_max_connections: '12', max_online_wallets: '6' },
+      [],
+      /wallet\.max_online_wallets = 6 needs up to 14 indexer connections .*wallet\.indexer_max_connections = 12/,
+    ],
+    [{ max_online_wallets: '10', max_open_wallets: '5' }, [], /wallet\.max_open_wallets = 5 is below/],
   ])('refuses %j (without %j) naming the key', (over, drop, pattern) => {
     const r = run(toml(over, drop));
     expect(r.code).toBe(1);

@@ -41,14 +41,21 @@ export function startWalletNode(configFile: string): Promise<ServiceProcess<stri
 
 /**
  * Registers a wallet on a node whose indexer is unreachable (the offline tests): rgb-lib creates the wallet
- * (register is the only route that may), then going online fails, so the answer is the 500 envelope. Throws
- * on any other answer.
+ * (register is the only route that may), then going online fails, so the answer is 503 `indexer_unavailable`
+ * (code 1018, with Retry-After). Throws on any other answer.
  */
 export async function registerOffline(url: string, headers: Record<string, string>): Promise<void> {
   const r = await fetch(`${url}/wallet/register`, { method: 'POST', headers });
   const text = await r.text();
-  if (r.status !== 500)
+  const code = (() => {
+    try {
+      return (JSON.parse(text) as { error?: { code?: number } }).error?.code;
+    } catch {
+      return undefined;
+    }
+  })();
+  if (r.status !== 503 || code !== 1018 || !r.headers.get('retry-after'))
     throw new Error(
-      `expected register to create the wallet and fail to go online (500), got ${r.status} ${text}`,
+      `expected register to create the wallet and fail to go online (503, code 1018, Retry-After), got ${r.status} ${text}`,
     );
 }

@@ -9,12 +9,16 @@ import {
 } from '@rgbx/rgb';
 import type { Logger } from '@rgbx/service-kit';
 import { pendingBegins, releaseBegin, syncSendRecords } from './begins.ts';
-import { NETWORKS, type WalletNodeConfig } from './config.ts';
+import { type BudgetStats, WalletBudget } from './budget.ts';
+import { NETWORKS, type WalletNodeConfig, walletBudgetOf } from './config.ts';
 import { E } from './errors.ts';
+import type { WalletEvents } from './events/hub.ts';
+import { readWalletState } from './events/state.ts';
 import type { WalletIdentity } from './identity.ts';
 import { InFlightIndex } from './in-flight.ts';
+import { classifyIndexerError, IndexerDownError, IndexerHealth } from './indexer.ts';
+import type { WalletNodeMetrics } from './metrics.ts';
 import type { ChildPool, Priority, Slot } from './pool.ts';
-import { listAllTransfers } from './transfers.ts';
 
 type WitnessVersion = 'Taproot' | 'SegWitV0';
 
@@ -36,6 +40,11 @@ export interface WalletContext {
   lastUsed: number;
   /** Set when the context is dropped; calls still queued for it move to the live context. */
   dropped: boolean;
+  /**
+   * Calls of this context waiting for a budget seat, queued or running: while > 0 it keeps its seats and is never
+   * closed to make room (see budget.ts).
+   */
+  busy: number;
   /** A background refresh is queued or running for this wallet. */
   refreshPending: boolean;
   /** Moved to another child after going online once here: the next goOnline may skip the consistency check. */
@@ -73,6 +82,22 @@ const MAX_BACKOFF = 3;
 
 /** Transfer statuses that no refresh can change any more. */
 const FINAL_STATUSES = new Set(['Settled', 'Failed']);
+
+/**
+ * Retries of a call whose indexer connection was refused or dropped at once (a server at its connection limit, a
+ * restart): only where a retry is safe (going online, or a call marked idempotent), only for failures that took
+ * less than {@link QUICK_FAILURE_MS} (rgb-lib's own slow give-ups are not repeated), after these delays.
+ */
+const RETRY_DELAYS_MS = [100, 400];
+const QUICK_FAILURE_MS = 2_000;
+
+/** Where the time of one attempt went, for the retry decision. */
+interface AttemptTrace {
+  phase: 'open' | 'goOnline' | 'call';
+  ms: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function readManifest(dir: string): Manifest | undefined {
   const p = join(dir, 'wallet_manifest.json');
@@ -112,11 +137,29 @@ export class WalletRegistry {
   readonly #checkedOnline = new Set<string>();
   /** Marked wallets the background refresh cannot open (manifest unreadable, other network): logged once. */
   readonly #unopenable = new Set<string>();
+  /** Wallets open and online at once, across all children (`max_open_wallets`, `max_online_wallets`). */
+  readonly #budget: WalletBudget<WalletContext>;
+  readonly health: IndexerHealth;
+  /** Wallet events (events/hub.ts): fed by the background refresh, after moving calls and begin releases. */
+  events: WalletEvents | undefined;
+  /** Metrics (`[metrics] enabled`): told of moves, closes for room and background refreshes; else nothing is counted. */
+  metrics: WalletNodeMetrics | undefined;
 
-  constructor(cfg: WalletNodeConfig['wallet'], pool: ChildPool, log: Logger) {
+  constructor(cfg: WalletNodeConfig['wallet'], pool: ChildPool, log: Logger, health?: IndexerHealth) {
     this.#cfg = cfg;
     this.#pool = pool;
     this.#log = log;
+    this.health = health ?? new IndexerHealth(cfg.indexer_address, log);
+    const limits = walletBudgetOf(cfg);
+    this.#budget = new WalletBudget<WalletContext>({
+      maxOpen: limits.maxOpen,
+      maxOnline: limits.maxOnline,
+      close: (ctx) => this.#closeForRoom(ctx),
+      // Never a wallet with a call in flight (or waiting), a background refresh or begin sweep pending, or whose
+      // child is stuck in another wallet's long call (its close would wait behind it).
+      evictable: (ctx) =>
+        ctx.busy === 0 && !ctx.refreshPending && !ctx.beginSweepPending && !this.#pool.isStuck(ctx.slot),
+    });
     // Calls that talk to RGB proxies (a recipient's transport endpoint may accept and never answer) get a
     // shorter deadline than a full sync; past it the child is killed and the call answers 504.
     const transportMs = cfg.transport_call_timeout_secs * 1000;
@@ -130,6 +173,7 @@ export class WalletRegistry {
       // A child that died (a Rust panic aborts it) took its wallets with it: they reopen on next use.
       slot.host.on('child-exit', (e) => {
         let n = 0;
+        const closed: WalletContext[] = [];
         for (const ctx of this.#contexts.values()) {
           if (ctx.slot === slot && ctx.wallet) {
             // Restarted by us (stale objects of moved wallets), not crashed: nothing changed on disk, except
@@ -140,9 +184,18 @@ export class WalletRegistry {
             else this.#checkedOnline.delete(ctx.id.fingerprint);
             ctx.wallet = null;
             ctx.online = false;
+            closed.push(ctx);
             n++;
           }
         }
+        // Their seats are free (the process took its connections with it), and so are those abandoned there; with
+        // nothing queued they go back to a base child (a spare left with none is stopped).
+        for (const ctx of closed) {
+          if (ctx.busy > 0) continue;
+          this.#budget.settle(ctx, { open: false, online: false });
+          this.#rehome(ctx);
+        }
+        this.#budget.childExited(slot.index);
         this.#log.warn(
           { slot: slot.index, code: e.code, signal: e.signal, wallets: n },
           'rgb-lib child exited',
@@ -231,6 +284,7 @@ export class WalletRegistry {
       online: false,
       lastUsed: Date.now(),
       dropped: false,
+      busy: 0,
       refreshPending: false,
       beginSweepPending: false,
       inFlight: undefined,
@@ -244,10 +298,15 @@ export class WalletRegistry {
   /**
    * Runs `fn` on the wallet inside its child's queue: opens it if needed, goes online if `online`.
    * Calls on one wallet are serialized; wallets in different children run in parallel.
+   *
+   * Before the call is queued, the wallet takes its budget seats (an open seat, and an online one if `online`):
+   * when none is free the least recently used idle wallet is closed first (budget.ts). An attempt that the indexer
+   * refused or dropped at once is tried again after a short delay where that is safe (going online, or `idempotent`
+   * calls): at most {@link RETRY_DELAYS_MS}. Indexer failures are reported to {@link health}.
    */
-  use<T>(
+  async use<T>(
     ctx0: WalletContext,
-    opts: { online: boolean; priority?: Priority; transport?: boolean },
+    opts: { online: boolean; priority?: Priority; transport?: boolean; idempotent?: boolean },
     fn: (w: RgbWallet) => Promise<T>,
   ): Promise<T> {
     const priority = opts.priority ?? 'foreground';
@@ -258,7 +317,44 @@ export class WalletRegistry {
     if (foreground) {
       first.lastUsed = Date.now();
       first.backgroundOnly = false;
+      this.#budget.touch(first);
     }
+    first.busy++;
+    try {
+      // A wallet already online whose indexer is known to be down: answered now, not after rgb-lib gives up.
+      if (opts.online && first.online && this.health.knownDown())
+        throw new IndexerDownError(this.health.downProblem());
+      await this.#budget.acquire(first, opts.online, priority);
+      for (let attempt = 0; ; attempt++) {
+        const trace: AttemptTrace = { phase: 'open', ms: 0 };
+        try {
+          const out = await this.#attempt(first, opts, fn, trace);
+          if (opts.online) this.health.ok();
+          return out;
+        } catch (err) {
+          const problem = classifyIndexerError(err, trace.ms);
+          if (!problem) throw err;
+          this.health.fail(problem);
+          const safe = trace.phase === 'goOnline' || opts.idempotent === true;
+          const quick = problem.kind === 'refused' || problem.kind === 'dropped';
+          if (!safe || !quick || trace.ms >= QUICK_FAILURE_MS || attempt >= RETRY_DELAYS_MS.length) throw err;
+          await sleep(RETRY_DELAYS_MS[attempt]!);
+        }
+      }
+    } finally {
+      first.busy--;
+      if (first.busy === 0) this.#settle(first);
+    }
+  }
+
+  /** One attempt of {@link use} in the wallet's child queue; `trace` says which step failed, after how long. */
+  #attempt<T>(
+    first: WalletContext,
+    opts: { online: boolean; priority?: Priority; transport?: boolean },
+    fn: (w: RgbWallet) => Promise<T>,
+    trace: AttemptTrace,
+  ): Promise<T> {
+    const priority = opts.priority ?? 'foreground';
     this.#isolate(first);
     return first.slot.run(
       priority,
@@ -266,7 +362,10 @@ export class WalletRegistry {
         // Dropped while queued: continue on the live context. A fingerprint changes child only together with
         // all its queued tasks (isolation), so this is still its one queue: the wallet is never open twice.
         const ctx = first.dropped ? this.resolve(first.id, { create: true }) : first;
-        const w = await this.#ensure(ctx, opts.online);
+        if (ctx !== first) this.#budget.transfer(first, ctx);
+        const w = await this.#ensure(ctx, opts.online, trace);
+        trace.phase = 'call';
+        const t0 = performance.now();
         try {
           return await fn(w);
         } catch (err) {
@@ -276,12 +375,76 @@ export class WalletRegistry {
           }
           throw err;
         } finally {
-          if (foreground) ctx.lastUsed = Date.now();
+          trace.ms = performance.now() - t0;
+          if (priority === 'foreground') ctx.lastUsed = Date.now();
         }
       },
       first.id.fingerprint,
       opts.transport === true,
     );
+  }
+
+  /** No call of `ctx` is queued or running any more: seats its wallet no longer uses go back to the budget. */
+  #settle(ctx: WalletContext): void {
+    const open = ctx.wallet !== null && !ctx.dropped;
+    this.#budget.settle(ctx, { open, online: open && ctx.online });
+    this.#budget.kick(); // it may be closed to make room now
+  }
+
+  /**
+   * Closes an idle wallet to make room for another (the budget chose it): dropped in its child ahead of the calls
+   * queued there (`urgent`: a call is waiting for its seat, the drop takes ~1 ms). Its context stays, so its next call reopens it (without goOnline's
+   * full scan: it was checked and closed cleanly by this process). A wallet with transfers in flight keeps its
+   * refresh schedule: the background refresh reopens it in turn.
+   */
+  #closeForRoom(ctx: WalletContext): Promise<void> {
+    this.metrics?.closedForRoom();
+    const slot = ctx.slot;
+    const fp = ctx.id.fingerprint;
+    const done = slot.run(
+      'urgent',
+      async () => {
+        const w = ctx.wallet;
+        ctx.wallet = null;
+        ctx.online = false;
+        if (w && slot.host.isOpen(w.handle)) await w.drop();
+      },
+      fp,
+    );
+    return done.then(() => {
+      if (this.#inFlightIndex?.has(fp) && ctx.inFlight !== false)
+        this.#closedSchedule.set(fp, { at: ctx.nextRefreshAt, delayMs: ctx.refreshDelayMs });
+      this.#rehome(ctx);
+    });
+  }
+
+  /**
+   * A closed wallet with nothing queued goes back to the least loaded base child: wallets moved off a busy child
+   * (isolation) would otherwise stay on the spare they moved to, and, rotating, pile up on a few children.
+   * Nothing of it runs anywhere (closed, no call queued), so it is never open in two processes.
+   */
+  #rehome(ctx: WalletContext): void {
+    if (ctx.busy > 0 || ctx.wallet || ctx.dropped || ctx.slot.queuedOwners().has(ctx.id.fingerprint)) return;
+    const to = this.#pool.leastLoaded();
+    const from = ctx.slot;
+    if (to === from || (from.index < this.#pool.baseSize && from.wallets.size <= to.wallets.size + 1)) return;
+    const fp = ctx.id.fingerprint;
+    from.wallets.delete(fp);
+    to.wallets.add(fp);
+    ctx.slot = to;
+    this.#slotOf.set(fp, to);
+    this.metrics?.walletMoved('rehome');
+  }
+
+  /** Open and online wallets, and the budget's own counts (for `/readiness`). */
+  stats(): { known: number; open: number; online: number; budget: BudgetStats } {
+    let open = 0;
+    let online = 0;
+    for (const ctx of this.#contexts.values()) {
+      if (ctx.wallet) open++;
+      if (ctx.online) online++;
+    }
+    return { known: this.#contexts.size, open, online, budget: this.#budget.stats() };
   }
 
   /**
@@ -308,6 +471,8 @@ export class WalletRegistry {
         ctx.wallet.handle,
         `moved to another rgb-lib child while child ${from.index} was busy`,
       );
+      // Its connections and memory stay in the old child until it restarts: they keep counting.
+      this.#budget.abandon(from.index, ctx.online);
       from.tainted = true;
       ctx.wallet = null;
       // Nothing changed on disk: reopening elsewhere need not repeat goOnline's consistency check (full scan).
@@ -320,6 +485,7 @@ export class WalletRegistry {
     this.#slotOf.set(fp, to);
     // Its calls already waiting go with it, in order: a wallet's calls only ever run in one queue.
     to.adopt(from.takeQueuedOf(fp));
+    this.metrics?.walletMoved('isolation');
     this.#log.info({ wallet: fp, from: from.index, to: to.index }, 'wallet moved off a busy rgb-lib child');
   }
 
@@ -343,9 +509,11 @@ export class WalletRegistry {
     }
   }
 
-  async #ensure(ctx: WalletContext, online: boolean): Promise<RgbWallet> {
+  async #ensure(ctx: WalletContext, online: boolean, trace?: AttemptTrace): Promise<RgbWallet> {
     if (!ctx.wallet || !ctx.slot.host.isOpen(ctx.wallet.handle)) {
       ctx.online = false;
+      // The seat was taken before queueing (use); should it be missing, never open beyond the budget.
+      if (!this.#budget.tryTake(ctx, false)) throw E.WALLETS_BUSY.create('open wallet');
       ctx.wallet = await openWallet({
         dataDir: this.#cfg.data_dir,
         network: NETWORKS[this.#cfg.network],
@@ -362,13 +530,22 @@ export class WalletRegistry {
       });
     }
     if (online && !ctx.online) {
-      const skip = ctx.skipConsistencyOnce === true;
+      if (!this.#budget.tryTake(ctx, true)) throw E.WALLETS_BUSY.create('online wallet');
+      // Checked once by this process and every close since was clean (closed to make room, dropped, moved):
+      // nothing else touched its data, so a reopen skips the full scan (~100–150 ms → ~10 ms).
+      const skip = ctx.skipConsistencyOnce === true || this.#checkedOnline.has(ctx.id.fingerprint);
       ctx.skipConsistencyOnce = false;
-      await ctx.wallet.goOnline({
-        indexerUrl: this.#cfg.indexer_address,
-        skipConsistencyCheck: skip,
-        vanillaSyncLookback: 20,
-      });
+      if (trace) trace.phase = 'goOnline';
+      const t0 = performance.now();
+      try {
+        await ctx.wallet.goOnline({
+          indexerUrl: this.#cfg.indexer_address,
+          skipConsistencyCheck: skip,
+          vanillaSyncLookback: 20,
+        });
+      } finally {
+        if (trace) trace.ms = performance.now() - t0;
+      }
       ctx.online = true;
       this.#checkedOnline.add(ctx.id.fingerprint);
     }
@@ -394,6 +571,8 @@ export class WalletRegistry {
       },
       ctx.id.fingerprint,
     );
+    // Its seats go back, unless calls of it are still queued (they continue on its new context, with them).
+    if (ctx.busy === 0) this.#budget.settle(ctx, { open: false, online: false });
     // Closed in its child and no new context meanwhile: the fingerprint may go to any child next time
     // (bounded bookkeeping: nothing is kept for wallets not in use).
     if (!this.#contexts.has(ctx.id.fingerprint)) {
@@ -413,7 +592,14 @@ export class WalletRegistry {
       );
     }
     // Isolation: calls queued behind a call that outlives the budget move to another child.
-    const iso = setInterval(() => this.#rebalanceStuck(), Math.max(20, Math.floor(this.#pool.budgetMs / 2)));
+    // Also lets calls waiting for a budget seat through once a wallet became closable (a child no longer stuck).
+    const iso = setInterval(
+      () => {
+        this.#rebalanceStuck();
+        this.#budget.kick();
+      },
+      Math.max(20, Math.floor(this.#pool.budgetMs / 2)),
+    );
     iso.unref();
     this.#timers.push(iso);
     const idleMs = this.#cfg.idle_timeout_secs * 1000;
@@ -423,7 +609,7 @@ export class WalletRegistry {
           const now = Date.now();
           for (const ctx of [...this.#contexts.values()]) {
             // Also forgets contexts that never opened (bounded memory however many fingerprints are seen).
-            if (now - ctx.lastUsed > idleMs && ctx.slot.queued === 0) {
+            if (now - ctx.lastUsed > idleMs && ctx.busy === 0 && ctx.slot.queued === 0) {
               this.drop(ctx, 'background').catch((err: Error) =>
                 this.#log.warn({ err: err.message }, 'idle drop failed'),
               );
@@ -473,6 +659,7 @@ export class WalletRegistry {
     if (n > 0) this.#moving.set(fp, n);
     else this.#moving.delete(fp);
     this.transfersChanged(ctx);
+    this.events?.request(ctx);
   }
 
   /** A wallet that arrived with history (a restored backup): marked, so the background refresh looks at it once. */
@@ -502,12 +689,18 @@ export class WalletRegistry {
         continue;
       }
       if (ctx.refreshPending || now < ctx.nextRefreshAt) continue;
+      // The indexer is down: one refresh per back-off period probes it, the rest wait (no failure per wallet).
+      if (!this.health.backgroundTurn()) return;
       ctx.refreshPending = true;
-      void this.#refreshOnce(ctx, baseMs).finally(() => {
-        ctx.refreshPending = false;
-      });
+      void this.#refreshOnce(ctx, baseMs).finally(() => this.#unpin(ctx));
     }
     this.#refreshClosed(baseMs, now);
+  }
+
+  /** A background refresh of `ctx` ended: it may be closed to make room again. */
+  #unpin(ctx: WalletContext): void {
+    ctx.refreshPending = false;
+    this.#budget.kick();
   }
 
   /**
@@ -515,9 +708,12 @@ export class WalletRegistry {
    * flight. Never rejects (a failure is logged and backs off).
    */
   #refreshOnce(ctx: WalletContext, baseMs: number): Promise<void> {
+    this.metrics?.refreshStarted();
     return this.use(ctx, { online: true, priority: 'background', transport: true }, async (w) => {
       const updated = await w.refresh(null, [], false);
-      const transfers = await listAllTransfers(w);
+      const state = await readWalletState(w);
+      const transfers = state.transfers;
+      this.events?.observed(ctx, this.walletDir(ctx), state, 'refresh');
       ctx.inFlight = transfers.some((tr) => !FINAL_STATUSES.has(tr.status));
       const moved = Object.entries(updated).filter(([, u]) => u.updatedStatus != null || u.failure != null);
       if (moved.length > 0) {
@@ -537,9 +733,13 @@ export class WalletRegistry {
       if (ctx.inFlight) this.#inFlight.mark(ctx.id.fingerprint);
       else this.#unmarkIfIdle(ctx);
     }).catch((err: Error) => {
+      this.metrics?.refreshFailed();
       ctx.refreshDelayMs = Math.min(ctx.refreshDelayMs * 2, baseMs * MAX_BACKOFF);
       ctx.nextRefreshAt = Date.now() + ctx.refreshDelayMs;
-      this.#log.warn({ wallet: ctx.id.fingerprint, err: err.message }, 'background refresh failed');
+      // The indexer's failures are logged once by `health` (when it goes, while it stays away, when it is back).
+      if (classifyIndexerError(err))
+        this.#log.debug({ wallet: ctx.id.fingerprint }, 'background refresh: indexer unavailable');
+      else this.#log.warn({ wallet: ctx.id.fingerprint, err: err.message }, 'background refresh failed');
     });
   }
 
@@ -566,6 +766,7 @@ export class WalletRegistry {
       if (live?.wallet || live?.refreshPending) continue; // open: #refreshTick's
       const due = this.#closedSchedule.get(fp);
       if (due && now < due.at) continue;
+      if (!this.health.backgroundTurn()) return; // the indexer is down: see #refreshTick
       let ctx = live;
       if (!ctx) {
         const m = readManifest(this.#inFlight.walletDir(fp));
@@ -591,6 +792,9 @@ export class WalletRegistry {
         ctx.backgroundOnly = true;
         // Already checked once by this process and closed cleanly since: nothing else touched it.
         if (this.#checkedOnline.has(fp)) ctx.skipConsistencyOnce = true;
+      } else if (!ctx.wallet) {
+        // Closed (to make room, or when idle) with no client call since: opened for this refresh only, again.
+        ctx.backgroundOnly = true;
       }
       const c = ctx;
       c.refreshDelayMs = due?.delayMs ?? baseMs;
@@ -613,8 +817,8 @@ export class WalletRegistry {
         })
         .catch((err: Error) => this.#log.warn({ wallet: fp, err: err.message }, 'background close failed'))
         .finally(() => {
-          c.refreshPending = false;
           this.#closedRefreshing.delete(fp);
+          this.#unpin(c);
         });
     }
   }
@@ -652,6 +856,7 @@ export class WalletRegistry {
                 for (const p of expiredNow()) {
                   const r = await releaseBegin(w, dir, p.txid);
                   if (r) this.#log.warn({ wallet: ctx.id.fingerprint, ...r }, 'released a begin never ended');
+                  if (r) this.events?.released(ctx, dir, { reason: 'expired', ...r });
                 }
                 this.transfersChanged(ctx);
               }),
@@ -661,12 +866,14 @@ export class WalletRegistry {
         )
         .finally(() => {
           ctx.beginSweepPending = false;
+          this.#budget.kick();
         });
     }
   }
 
   async close(): Promise<void> {
     for (const t of this.#timers) clearInterval(t);
+    this.#budget.rejectAll(new Error('wallet node is shutting down'));
     await Promise.allSettled([...this.#contexts.values()].map((ctx) => this.drop(ctx)));
   }
 }

@@ -82,6 +82,7 @@ export function registerBeginRoutes(app: ServiceApp, deps: RouteDeps): void {
         delete btc[txid];
         writeReservations(dir, btc);
       }
+      if (released) registry.events?.released(ctx, dir, { reason: 'aborted', ...released });
       if (!released)
         throw E.CONFLICT.createWith(
           { details: { kind: 'CannotAbortPendingVanillaTx', txid } },

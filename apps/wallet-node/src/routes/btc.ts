@@ -49,15 +49,22 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
   const reservationTtlMs =
     cfg.wallet.begin_ttl_secs > 0 ? cfg.wallet.begin_ttl_secs * 1000 : 100 * 365 * 86_400_000;
 
-  /** The raw previous transactions of the selected inputs, from the indexer (one connection). */
-  async function previousTxs(txids: string[]): Promise<Map<string, Buffer>> {
-    const c = await ElectrumConnection.connect(indexer);
-    try {
-      const raws = await Promise.all(txids.map((t) => c.request<string>('blockchain.transaction.get', [t])));
-      return new Map(txids.map((t, i) => [t, Buffer.from(String(raws[i]), 'hex')]));
-    } finally {
-      c.close();
-    }
+  /**
+   * The raw previous transactions of the selected inputs, from the indexer (one connection of the node's own, counted
+   * in `indexer_max_connections`).
+   */
+  function previousTxs(txids: string[]): Promise<Map<string, Buffer>> {
+    return registry.health.withConnection(async () => {
+      const c = await ElectrumConnection.connect(indexer);
+      try {
+        const raws = await Promise.all(
+          txids.map((t) => c.request<string>('blockchain.transaction.get', [t])),
+        );
+        return new Map(txids.map((t, i) => [t, Buffer.from(String(raws[i]), 'hex')]));
+      } finally {
+        c.close();
+      }
+    });
   }
 
   /** Inputs of the selection with their previous outputs and vanilla keys, each checked against rgb-lib. */
@@ -216,9 +223,11 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
           `transaction ${txid} is not one a pending sendbtcbegin of this wallet built (expected one of: ${Object.keys(reservations).join(', ') || 'none pending'})`,
         );
       try {
-        await electrumRequest<string>(indexer, 'blockchain.transaction.broadcast', [hex]);
+        await registry.health.withConnection(() =>
+          electrumRequest<string>(indexer, 'blockchain.transaction.broadcast', [hex]),
+        );
       } catch (err) {
-        if (!(err instanceof ElectrumServerError)) throw err; // unreachable indexer: 500
+        if (!(err instanceof ElectrumServerError)) throw err; // unreachable indexer: 503 indexer_unavailable
         // Bitcoin Core's answers for a transaction it already has (a retried sendbtcend).
         const known =
           err.code === -27 || /already (in utxo set|known|in (the )?mempool)/i.test(err.serverMessage);

@@ -2,9 +2,12 @@
  * What every wallet route shares: the identity headers, the documented error replies, rgb-lib error mapping,
  * lossless serialization, and `walletRoute`, which declares one POST route that runs on the wallet's child.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { RgbCallTimeoutError, RgbLibError, type RgbWallet } from '@rgbx/rgb';
 import type { FastifyReply, FastifyRequest, ServiceApp } from '@rgbx/service-kit';
-import { Type } from '@rgbx/service-kit';
+import { ServiceError, Type } from '@rgbx/service-kit';
+import { BudgetWaitTimeout } from '../budget.ts';
 import type { WalletNodeConfig } from '../config.ts';
 import { E, RGB_VARIANTS } from '../errors.ts';
 import {
@@ -14,6 +17,7 @@ import {
   MISSING_HEADERS_TEXT,
   type WalletIdentity,
 } from '../identity.ts';
+import { classifyIndexerError, describeFailure, type IndexerHealth } from '../indexer.ts';
 import { replyJson, snakeKeys } from '../json.ts';
 import type { WalletContext, WalletRegistry } from '../wallets.ts';
 
@@ -53,6 +57,11 @@ export const errorResponses = {
   }),
   413: Type.Ref('WalletErrorEnvelope', { description: 'body larger than api.body_limit_bytes (code 1013)' }),
   422: Type.Ref('WalletErrorEnvelope', { description: 'body cannot be deserialized (code 1001)' }),
+  503: Type.Ref('WalletErrorEnvelope', {
+    description:
+      'the indexer refused or dropped the connection, or did not answer (code 1018, indexer_unavailable), or every ' +
+      'budget place is taken by a wallet with a call in flight (code 1019, wallets_busy); with Retry-After (seconds)',
+  }),
   504: Type.Ref('WalletErrorEnvelope', {
     description: 'the call outlived its deadline and was stopped (code 1016); other wallets are unaffected',
   }),
@@ -61,8 +70,46 @@ export const errorResponses = {
   }),
 };
 
-/** rgb-lib errors a client can fix become their documented 4xx; anything else stays a 500. */
-export function mapRgbError(err: unknown): unknown {
+/** Seconds a client told `wallets_busy` waits before trying again. */
+const BUSY_RETRY_AFTER_SECS = 2;
+
+/**
+ * rgb-lib errors a client can fix become their documented 4xx; the indexer refusing, dropping or not answering
+ * becomes 503 `indexer_unavailable` (with the seconds to wait, from `health`), a full budget 503 `wallets_busy`;
+ * anything else stays a 500.
+ */
+export function mapRgbError(err: unknown, health?: IndexerHealth): unknown {
+  if (err instanceof BudgetWaitTimeout) {
+    const limit = err.online ? 'max_online_wallets' : 'max_open_wallets';
+    return E.WALLETS_BUSY.createWith(
+      {
+        details: {
+          limit: `wallet.${limit}`,
+          waited_ms: err.waitedMs,
+          retry_after_secs: BUSY_RETRY_AFTER_SECS,
+        },
+        cause: err,
+      },
+      `${err.online ? 'online' : 'open'} wallet (wallet.${limit})`,
+    );
+  }
+  const problem = classifyIndexerError(err);
+  if (problem && health) {
+    return E.INDEXER_UNAVAILABLE.createWith(
+      {
+        details: {
+          indexer: health.address,
+          failure: problem.kind,
+          kind: problem.source,
+          indexer_error: problem.detail.slice(0, 500),
+          retry_after_secs: health.retryAfterSecs(),
+        },
+        cause: err,
+      },
+      health.address,
+      describeFailure(problem.kind),
+    );
+  }
   if (err instanceof RgbCallTimeoutError) {
     const op = /killed after (\S+) exceeded/.exec(err.message)?.[1] ?? 'the rgb-lib call';
     return E.CALL_TIMEOUT.createWith({ details: { kind: 'CallTimeout' }, cause: err }, op);
@@ -86,6 +133,13 @@ export function mapRgbError(err: unknown): unknown {
         text,
       );
   }
+}
+
+/** The `Retry-After` header of a 503 we answer on purpose (its seconds are in `details.retry_after_secs`). */
+export function setRetryAfter(reply: FastifyReply, err: unknown): void {
+  if (!(err instanceof ServiceError) || err.statusCode !== 503) return;
+  const secs = (err.details as { retry_after_secs?: unknown } | undefined)?.retry_after_secs;
+  reply.header('retry-after', String(typeof secs === 'number' ? secs : BUSY_RETRY_AFTER_SECS));
 }
 
 /** JSON reply of an rgb-lib value: snake_case keys, u64 exact (bigint → JSON integer). */
@@ -121,6 +175,11 @@ export interface WalletRouteOptions {
   movesTransfers?: boolean;
   /** The call talks to RGB proxies (sendbegin/sendend/refresh/failtransfers): the short isolation budget applies. */
   transport?: boolean;
+  /**
+   * Repeating the call changes nothing (a read that syncs): an attempt the indexer refused or dropped at once is
+   * tried again (bounded, see `WalletRegistry.use`). Going online is always retried; other calls never are.
+   */
+  idempotent?: boolean;
   /** Only this route may make a wallet that does not exist yet (register); elsewhere an unknown one is 404/1015. */
   createsWallet?: boolean;
   /** Checked after the identity, before the handler (e.g. a capability the operator turned off): throw to refuse. */
@@ -182,11 +241,19 @@ export function routeKit(app: ServiceApp, deps: RouteDeps) {
       o.precondition?.();
       // Marked on disk before the call is queued, so a transfer it starts is refreshed after a restart too.
       if (o.movesTransfers) registry.beginMove(ctx);
+      // A wallet created by this call starts its events from an empty snapshot (see events/hub.ts).
+      const fresh =
+        o.createsWallet === true && !existsSync(join(registry.walletDir(ctx), 'wallet_manifest.json'));
       try {
         const value = await handler(ctx, body, req);
+        if (fresh) registry.events?.created(ctx, registry.walletDir(ctx));
+        // An issuance adds a transfer and a balance (moving calls are observed by registry.endMove).
+        if (path.startsWith('/wallet/issueasset')) registry.events?.request(ctx);
         return wrap(reply, value);
       } catch (err) {
-        throw mapRgbError(err);
+        const mapped = mapRgbError(err, registry.health);
+        setRetryAfter(reply, mapped);
+        throw mapped;
       } finally {
         // Answered or failed (a failed sendend may still have moved something): looked at again.
         if (o.movesTransfers) registry.endMove(ctx);
@@ -204,8 +271,10 @@ export function routeKit(app: ServiceApp, deps: RouteDeps) {
       path,
       o,
       (ctx, body, req) =>
-        registry.use(ctx, { online: o.online, transport: o.transport === true }, (w) =>
-          handler(ctx, w, body, req),
+        registry.use(
+          ctx,
+          { online: o.online, transport: o.transport === true, idempotent: o.idempotent === true },
+          (w) => handler(ctx, w, body, req),
         ),
       wrap,
     );

@@ -3,6 +3,7 @@ import type { AssignmentInput, RgbWallet } from '@rgbx/rgb';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
 import { forgetSignedBegin, psbtTxid, recordBegin } from '../begins.ts';
+import { walletBudgetOf } from '../config.ts';
 import { suggestedFeeRate } from '../fees.ts';
 import { requestU64 } from '../json.ts';
 import {
@@ -59,6 +60,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       summary: 'Vanilla and colored BTC balances (syncs with the indexer)',
       response: Type.Ref('BtcBalance'),
       online: true,
+      idempotent: true,
     },
     (_ctx, w) => w.getBtcBalance(false),
   );
@@ -89,6 +91,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       querystring: formatQuery,
       response: eitherFormat('Unspent', 'RgbLibUnspent'),
       online: true,
+      idempotent: true,
     },
     (_ctx, w) => w.listUnspents(false, false),
     recordReply(fieldUnspent),
@@ -100,6 +103,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       querystring: formatQuery,
       response: eitherFormat('Transaction', 'RgbLibTransaction'),
       online: true,
+      idempotent: true,
     },
     (_ctx, w) => w.listTransactions(false),
     recordReply(fieldTransaction),
@@ -319,6 +323,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
       summary: 'Synchronize the wallet with the indexer (both keychains); answers null',
       response: Type.Null(),
       online: true,
+      idempotent: true,
     },
     async (_ctx, w) => {
       await w.sync({ keychain: 'Colored', strategy: 'FastSync' });
@@ -338,6 +343,7 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
           "sat/vB: rgb-lib's estimate rounded up to an integer (after dropping float noise below 0.001)",
       }),
       online: true,
+      idempotent: true,
     },
     async (_ctx, w, b) => suggestedFeeRate(await w.getFeeEstimation(b.blocks)),
     jsonString,
@@ -380,6 +386,91 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
     '/healthcheck',
     { schema: { summary: 'Liveness: 200 with an empty body', tags: ['system'] } },
     async (_req, reply) => reply.code(200).send(),
+  );
+  const Readiness = Type.Object(
+    {
+      status: Type.Union([Type.Literal('ready'), Type.Literal('indexer_unavailable')]),
+      indexer: Type.Object({
+        address: Type.String(),
+        state: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
+        since: Type.Optional(Type.String({ description: 'ISO time it became unavailable' })),
+        last_error: Type.Optional(
+          Type.Object({
+            kind: Type.Union([
+              Type.Literal('refused'),
+              Type.Literal('dropped'),
+              Type.Literal('timeout'),
+              Type.Literal('error'),
+            ]),
+            message: Type.String(),
+            at: Type.String(),
+          }),
+        ),
+        consecutive_failures: Type.Integer(),
+        retry_after_secs: Type.Optional(Type.Integer()),
+        last_probe: Type.Optional(
+          Type.Object({ at: Type.String(), ok: Type.Boolean(), detail: Type.String() }),
+        ),
+      }),
+      wallets: Type.Object({
+        known: Type.Integer({ description: 'wallet contexts in memory' }),
+        open: Type.Integer({ description: 'wallets open in the rgb-lib children' }),
+        online: Type.Integer({ description: 'wallets online (each holds its indexer connections)' }),
+        max_open: Type.Integer({ description: 'wallet.max_open_wallets' }),
+        max_online: Type.Integer({ description: 'wallet.max_online_wallets' }),
+        seats_open: Type.Integer({ description: 'open seats in use, with closes in progress' }),
+        seats_online: Type.Integer({ description: 'online seats in use, with closes in progress' }),
+        closing: Type.Integer({ description: 'wallets being closed to make room now' }),
+        waiting: Type.Integer({ description: 'client calls waiting for a seat' }),
+        waiting_background: Type.Integer({ description: 'background refreshes waiting for a seat' }),
+        closed_for_room: Type.Integer({ description: 'wallets closed to make room since start' }),
+        indexer_max_connections: Type.Integer({ description: 'wallet.indexer_max_connections' }),
+      }),
+    },
+    { $id: 'Readiness' },
+  );
+  app.addSchema(Readiness);
+  app.get(
+    '/readiness',
+    {
+      schema: {
+        summary:
+          'Readiness: 200 when the indexer answers, 503 (with Retry-After) when it does not; wallet counts',
+        description:
+          'The indexer state comes from the calls that used it and, when none did recently, from a probe of the ' +
+          "node's own (server.version). `wallets` counts the open and online wallets against their budget " +
+          '(wallet.max_open_wallets, wallet.max_online_wallets). Liveness stays GET /healthcheck.',
+        tags: ['system'],
+        response: { 200: Type.Ref('Readiness'), 503: Type.Ref('Readiness') },
+      },
+    },
+    async (_req, reply) => {
+      const health = registry.health;
+      await health.refreshByProbe();
+      const indexer = health.state();
+      const st = registry.stats();
+      const body = {
+        status: indexer.state === 'ok' ? 'ready' : 'indexer_unavailable',
+        indexer,
+        wallets: {
+          known: st.known,
+          open: st.open,
+          online: st.online,
+          max_open: st.budget.max_open,
+          max_online: st.budget.max_online,
+          seats_open: st.budget.open,
+          seats_online: st.budget.online,
+          closing: st.budget.closing,
+          waiting: st.budget.waiting,
+          waiting_background: st.budget.waiting_background,
+          closed_for_room: st.budget.closed_for_room,
+          indexer_max_connections: walletBudgetOf(cfg.wallet).indexerMaxConnections,
+        },
+      };
+      if (indexer.state !== 'ok')
+        reply.code(503).header('retry-after', String(indexer.retry_after_secs ?? 1));
+      return body;
+    },
   );
   app.get(
     '/version',
