@@ -13,12 +13,14 @@ import { Catalog } from './domain/catalog.ts';
 import type { EventFeed } from './domain/event-feed.ts';
 import { transitionTableMarkdown } from './domain/lifecycle.ts';
 import { PreimageVault } from './domain/preimage-vault.ts';
-import { buildResolvers, type Resolver } from './domain/resolvers.ts';
+import { buildResolvers, type Resolver, rfqStatsOf } from './domain/resolvers.ts';
+import { RfqStats } from './domain/rfq-client.ts';
 import { ErrorEnvelopeSchema, errorTable, swapEnvelope } from './errors.ts';
 import { registerEventFeeds } from './http/events.ts';
 import { createHealthCheck, type HealthCheck } from './http/health.ts';
 import { registerResolverApi } from './http/resolver-api.ts';
 import { registerSurfaces } from './http/routes.ts';
+import { SwapMetrics } from './metrics.ts';
 import type { SwapDb } from './store/database.ts';
 
 export const SERVICE_VERSION = '0.1.0';
@@ -36,6 +38,11 @@ export interface BuildSwapAppOptions {
   now?: () => number;
   /** Default: the reference resolvers of the configuration. */
   resolvers?: Resolver[];
+  /**
+   * Default: a new registry with Node's process metrics, or, with `[metrics] enabled = false`, a disabled
+   * one (no hook, nothing recorded).
+   */
+  metrics?: SwapMetrics;
 }
 
 export interface SwapApp {
@@ -70,12 +77,15 @@ function description(): string {
 export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
   const logger = opts.logger ?? createLogger({ name: 'swap', level: 'silent' });
   const config = opts.config;
+  const resolvers = opts.resolvers ?? buildResolvers(config.resolvers, { stats: new RfqStats() });
+  const metrics = opts.metrics ?? new SwapMetrics({ enabled: config.metrics.enabled });
   const ctx: SwapContext = {
     db: opts.db,
     dialect: opts.dialect,
     config,
     catalog: new Catalog(config.networks, config.tokens),
-    resolvers: opts.resolvers ?? buildResolvers(config.resolvers),
+    resolvers,
+    rfqStats: rfqStatsOf(resolvers),
     vault: new PreimageVault(config.preimageKey),
     gateway:
       opts.gateway ??
@@ -86,7 +96,10 @@ export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
     verifier: opts.verifier ?? createVerifier(config.swap.verify_threads),
     now: opts.now ?? Date.now,
     logger,
+    metrics,
   };
+  if (metrics.enabled) ctx.rfqStats.listener = metrics.onRfqOutcome;
+  metrics.watchIntents(ctx.db, logger);
   const app = createServer({
     name: 'swap',
     version: SERVICE_VERSION,
@@ -104,6 +117,7 @@ export function buildSwapApp(opts: BuildSwapAppOptions): SwapApp {
     },
   });
   app.addSchema(ErrorEnvelopeSchema);
+  metrics.instrument(app);
   const health = createHealthCheck(ctx);
   registerSurfaces(app, ctx, health);
   registerResolverApi(app, ctx);

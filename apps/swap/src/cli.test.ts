@@ -54,7 +54,7 @@ describe('command line', () => {
     const cfg = join(dir, 'swap.toml');
     writeFileSync(
       cfg,
-      `data_dir = "data"\npreimage_key = "${'cd'.repeat(32)}"\nport = 0\nlog_level = "silent"\n`,
+      `data_dir = "data"\npreimage_key = "${'cd'.repeat(32)}"\nport = 0\nlog_level = "silent"\n[metrics]\nport = 0\n`,
     );
     const created = await cli(['keys', 'create', '--name', 'acme', '-c', cfg]);
     expect(created.code, created.stderr).toBe(0);
@@ -69,17 +69,28 @@ describe('command line', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => {
-          out += d.toString();
-          const m = /"url":"([^"]+)"/.exec(out);
-          if (m) resolve(m[1]!);
-        });
-        child.once('exit', (c) => reject(new Error(`exited ${c}`)));
-      });
+      const { url, metrics_url } = await new Promise<{ url: string; metrics_url: string }>(
+        (resolve, reject) => {
+          let out = '';
+          child.stdout!.on('data', (d: Buffer) => {
+            out += d.toString();
+            const line = out.split('\n').find((l) => l.includes('"event":"listening"'));
+            if (line) resolve(JSON.parse(line));
+          });
+          child.once('exit', (c) => reject(new Error(`exited ${c}`)));
+        },
+      );
       const ok = await fetch(`${url}/healthcheck`, { headers: { 'x-api-key': key } });
       expect(ok.status).toBe(200);
+      // Metrics on their own listener (announced), never on the public API.
+      expect(metrics_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+      expect(new URL(metrics_url).port).not.toBe(new URL(url).port);
+      const scraped = await fetch(metrics_url);
+      expect(scraped.status).toBe(200);
+      expect(await scraped.text()).toMatch(
+        /^rgbx_swap_http_requests_total\{method="GET",route="\/healthcheck",status_code="200"\} 1$/m,
+      );
+      expect((await fetch(`${url}/metrics`, { headers: { 'x-api-key': key } })).status).toBe(404);
       expect((await cli(['keys', 'revoke', id, '-c', cfg])).code).toBe(0);
       const denied = await fetch(`${url}/healthcheck`, { headers: { 'x-api-key': key } });
       expect([denied.status, ((await denied.json()) as { code: number }).code]).toEqual([401, 1]);

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { swapDevnetToml } from '@rgbx/devnet';
 import { ConfigError } from '@rgbx/service-kit';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
@@ -118,7 +119,33 @@ describe('configuration', () => {
   it('accepts the test configuration with its four network types and a reference resolver', () => {
     const c = loadConfig({ text: testConfigToml({ databaseUrl: 'sqlite::memory:' }) }, {});
     expect(c.networks.map((n) => n.type)).toEqual(['BITCOIN', 'EVM', 'TRON', 'SOLANA']);
-    expect(c.resolvers[0]!.rates).toHaveLength(5);
+    // defaultSwapRates (BTC ⇄ USDC, USDT → USDC, SOL ⇄ USDC) and the tests' RGB rate.
+    expect(c.resolvers[0]!.rates).toHaveLength(6);
+  });
+
+  it('the devnet generator emits remote resolvers (quote_url, rfq_secret / rfq_secret_file) and extra resolvers', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'swap-cfg-'));
+    writeFileSync(join(dir, 'rfq.secret'), 'f'.repeat(32));
+    const text = swapDevnetToml({
+      service: { preimage_key: KEY, database_url: 'sqlite::memory:' },
+      bitcoin: { electrumUrl: 'tcp://127.0.0.1:9' },
+      resolver: { quoteUrl: 'http://127.0.0.1:9/rfq', rfqSecretFile: join(dir, 'rfq.secret') },
+      extraResolvers: [
+        {
+          id: 'second',
+          apiKeySha256: '11'.repeat(32),
+          quoteUrl: 'http://127.0.0.1:9/second',
+          rfqSecret: 's'.repeat(32),
+        },
+      ],
+    });
+    const c = loadConfig({ text }, {});
+    expect(
+      c.resolvers.map((r) => ({ id: r.id, url: r.quote_url, secret: r.rfq_secret, rates: r.rates.length })),
+    ).toEqual([
+      { id: 'reference', url: 'http://127.0.0.1:9/rfq', secret: 'f'.repeat(32), rates: 0 },
+      { id: 'second', url: 'http://127.0.0.1:9/second', secret: 's'.repeat(32), rates: 0 },
+    ]);
   });
 
   it('accepts the shipped devnet configuration', () => {

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { NETWORK_TYPES, type NetworkTypeName, NetworkType as NetworkTypeSchema } from '@rgbx/contracts/swap';
-import { ConfigError, loadTomlConfig, type Static, Type } from '@rgbx/service-kit';
+import { ConfigError, loadTomlConfig, MetricsConfigSchema, type Static, Type } from '@rgbx/service-kit';
 import { AmountError, parseDecimal, parseLots } from './domain/amounts.ts';
 import { kindOf } from './kinds/registry.ts';
 
@@ -96,6 +96,16 @@ const ResolverSchema = Type.Object({
   tron_address: Type.Optional(Type.String({ minLength: 1 })),
   /** Solana: base58 address, fee payer and signer position 0 of co-signed transactions. */
   solana_address: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * A remote resolver: the URL the signed request for quote is POSTed to (README "Remote resolvers
+   * (RFQ)"). `https://`; `http://` only with `devnet = true`. Without it the resolver quotes from
+   * `rates`; with it, it has no `rates`.
+   */
+  quote_url: Type.Optional(Type.String({ minLength: 1 })),
+  /** The secret shared with a remote resolver (at least 32 bytes). Exactly one of this and `rfq_secret_file`. */
+  rfq_secret: Type.Optional(Type.String({ minLength: 1 })),
+  /** A file holding that secret (read at start, trimmed; mode 0600 recommended). */
+  rfq_secret_file: Type.Optional(Type.String({ minLength: 1 })),
   rates: Type.Array(RateSchema, { default: [] }),
 });
 
@@ -114,6 +124,8 @@ export const ConfigSchema = Type.Object({
   log_level: LogLevel,
   body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024, default: 256 * 1024 }),
   shutdown_timeout_ms: Type.Integer({ minimum: 0, default: 10_000 }),
+  /** `GET /metrics` (Prometheus) on a listen address of its own (default 127.0.0.1:9402). */
+  metrics: MetricsConfigSchema(9402),
   /** AES-256-GCM key for preimages at rest: 64 hex chars. Exactly one of this and `preimage_key_file`. */
   preimage_key: Type.Optional(Hex64),
   /** File holding the 64-hex-char key (mode 0600 recommended). */
@@ -213,14 +225,77 @@ export function loadConfig(
       });
     }
   }
+  const resolvers = file.resolvers.map((r, i) => {
+    const secret = rfqSecret(r, `resolvers[${i}]`, at, issues);
+    return secret === undefined ? r : { ...r, rfq_secret: secret };
+  });
   if (issues.length > 0) throw new ConfigError(issues, source.file ? { file: source.file } : {});
   const { preimage_key: _k, preimage_key_file: _f, data_dir: _d, ...rest } = file;
   return {
     ...rest,
+    resolvers,
     dataDir,
     databaseUrl: file.database_url ?? `sqlite:${join(dataDir, 'swap.db')}`,
     preimageKey: preimageKey!,
   };
+}
+
+/** The shortest RFQ secret accepted, in bytes (UTF-8, after trimming). */
+export const RFQ_MIN_SECRET_BYTES = 32;
+
+/**
+ * A remote resolver's secret (inline or read from its file, trimmed), or undefined for a resolver
+ * without `quote_url` or with a problem (then pushed to `issues`).
+ */
+function rfqSecret(
+  r: ResolverConfig,
+  where: string,
+  at: (p: string) => string,
+  issues: { path: string; message: string }[],
+): string | undefined {
+  if (r.quote_url === undefined) {
+    for (const key of ['rfq_secret', 'rfq_secret_file'] as const)
+      if (r[key] !== undefined)
+        issues.push({
+          path: `${where}.${key}`,
+          message: `"${where}.${key}" is only for a resolver with quote_url`,
+        });
+    return undefined;
+  }
+  if ((r.rfq_secret === undefined) === (r.rfq_secret_file === undefined)) {
+    issues.push({
+      path: `${where}.rfq_secret`,
+      message: `"${where}.quote_url" needs exactly one of "${where}.rfq_secret" and "${where}.rfq_secret_file"`,
+    });
+    return undefined;
+  }
+  let secret: string;
+  let key = 'rfq_secret';
+  if (r.rfq_secret !== undefined) {
+    secret = r.rfq_secret.trim();
+  } else {
+    key = 'rfq_secret_file';
+    const file = at(r.rfq_secret_file!);
+    try {
+      secret = readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      issues.push({
+        path: `${where}.rfq_secret_file`,
+        message: `"${where}.rfq_secret_file" ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      });
+      return undefined;
+    }
+  }
+  // The secret itself never goes into a message.
+  const bytes = Buffer.byteLength(secret, 'utf8');
+  if (bytes < RFQ_MIN_SECRET_BYTES) {
+    issues.push({
+      path: `${where}.${key}`,
+      message: `"${where}.${key}": the RFQ secret must be at least ${RFQ_MIN_SECRET_BYTES} bytes after trimming; received ${bytes}`,
+    });
+    return undefined;
+  }
+  return secret;
 }
 
 /** Cross-key checks the schema cannot express (ids that must exist, fields a network type needs). */
@@ -267,6 +342,30 @@ function checkConsistency(c: FileConfig): { path: string; message: string }[] {
   c.resolvers.forEach((r, i) => {
     if (ids.has(r.id)) issues.push({ path: `resolvers[${i}].id`, message: `duplicate resolver id ${r.id}` });
     ids.add(r.id);
+    if (r.quote_url !== undefined) {
+      const key = `resolvers[${i}].quote_url`;
+      let url: URL | undefined;
+      try {
+        url = new URL(r.quote_url);
+      } catch {
+        issues.push({ path: key, message: `"${key}" is not a URL: ${r.quote_url}` });
+      }
+      if (url && url.protocol !== 'https:' && !(url.protocol === 'http:' && c.devnet))
+        issues.push({
+          path: key,
+          message: `"${key}" must be an https:// URL (http:// only with devnet = true); received ${url.protocol}//${url.host}`,
+        });
+      else if (url && (url.username !== '' || url.password !== ''))
+        issues.push({
+          path: key,
+          message: `"${key}" must not carry credentials (the RFQ is signed with rfq_secret)`,
+        });
+      if (r.rates.length > 0)
+        issues.push({
+          path: `resolvers[${i}].rates`,
+          message: `"resolvers[${i}].rates": a remote resolver (quote_url) quotes over RFQ; remove its rates`,
+        });
+    }
     r.rates.forEach((rate, j) => {
       const where = `resolvers[${i}].rates[${j}]`;
       // A fulfilment is checked as sent by the resolver where the chain shows a sender: it needs its

@@ -7,6 +7,8 @@ import type { SwapConfig } from './config.ts';
 import type { Catalog } from './domain/catalog.ts';
 import type { PreimageVault } from './domain/preimage-vault.ts';
 import type { Resolver } from './domain/resolvers.ts';
+import type { RfqStats } from './domain/rfq-client.ts';
+import type { SwapMetrics } from './metrics.ts';
 import type { SwapDb } from './store/database.ts';
 
 export interface SwapContext {
@@ -15,6 +17,8 @@ export interface SwapContext {
   config: SwapConfig;
   catalog: Catalog;
   resolvers: readonly Resolver[];
+  /** The remote resolvers' RFQ counters per resolver and outcome (logged; for metrics). */
+  rfqStats: RfqStats;
   vault: PreimageVault;
   gateway: ChainGateway;
   /** Permit2 signature checks (worker threads unless `swap.verify_threads` is 0). */
@@ -22,6 +26,8 @@ export interface SwapContext {
   /** Milliseconds since the epoch (injected so tests can move time). */
   now: () => number;
   logger: Logger;
+  /** Prometheus metrics (metrics.ts), served by main.ts on `[metrics]`'s own listener. */
+  metrics: SwapMetrics;
 }
 
 export function resolverById(ctx: SwapContext, id: string): Resolver | undefined {

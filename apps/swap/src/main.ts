@@ -10,6 +10,7 @@ import { buildSwapApp, SERVICE_VERSION } from './app.ts';
 import { parseCli, USAGE } from './cli.ts';
 import { loadConfig, type SwapConfig } from './config.ts';
 import { startScheduler } from './domain/scheduler.ts';
+import { startSwapMetricsServer } from './metrics.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from './store/api-keys.ts';
 import { openSwapDatabase } from './store/database.ts';
 
@@ -89,6 +90,7 @@ async function main(): Promise<number | undefined> {
 
   const logger = createLogger({ name: 'swap', level: config.log_level, destination: 2 });
   const { app, ctx, health } = buildSwapApp({ config, db, dialect, logger });
+  const metricsServer = await startSwapMetricsServer(ctx.metrics, config.metrics);
   const scheduler = startScheduler(ctx, config.swap.scheduler_interval_ms);
   logger.info(
     {
@@ -108,10 +110,12 @@ async function main(): Promise<number | undefined> {
     onShutdown: async () => {
       health.markStopping();
       await scheduler.stop();
+      await metricsServer?.close();
       await close();
     },
   });
-  announceListening(svc.address.url);
+  if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
+  announceListening(svc.address.url, metricsServer ? { metrics_url: metricsServer.url } : {});
   return undefined;
 }
 

@@ -12,6 +12,7 @@ import type { SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
 import type { ApprovalSubmission, VerifiedApproval } from '../kinds/kind.ts';
 import { kindOf } from '../kinds/registry.ts';
+import { errorOutcome } from '../metrics.ts';
 import { applyTransition, expireIfDue, type Intent, loadIntent } from '../store/intent-store.ts';
 import { stringifyJson } from '../store/json.ts';
 
@@ -73,10 +74,28 @@ export async function addApproval(
   intentId: string,
   s: ApprovalSubmission,
 ): Promise<Intent> {
-  let intent = await expireIfDue(ctx.db, await loadIntent(ctx.db, intentId, { apiKeyId }), ctx.now());
+  const intent = await expireIfDue(ctx.db, await loadIntent(ctx.db, intentId, { apiKeyId }), ctx.now());
+  try {
+    const [after, result] = await approve(ctx, apiKeyId, intent, s);
+    ctx.metrics.approvals.inc({ mechanism: intent.mechanism, result });
+    return after;
+  } catch (err) {
+    ctx.metrics.approvals.inc({ mechanism: intent.mechanism, result: errorOutcome(err) });
+    throw err;
+  }
+}
+
+async function approve(
+  ctx: SwapContext,
+  apiKeyId: string,
+  loaded: Intent,
+  s: ApprovalSubmission,
+): Promise<[Intent, 'approved' | 'unchanged']> {
+  let intent = loaded;
+  const intentId = intent.id;
   const expected = kindOf(ctx.catalog.network(intent.sourceChain)).submission;
   if (s.type !== expected) throw E.APPROVAL_MECHANISM_MISMATCH.create(expected, s.type);
-  if (intent.status !== 'Initiated') return compareWithStored(ctx, intent, s);
+  if (intent.status !== 'Initiated') return [await compareWithStored(ctx, intent, s), 'unchanged'];
 
   const v = await verify(ctx, intent, s, true);
   const nowMs = ctx.now();
@@ -98,10 +117,13 @@ export async function addApproval(
       },
       nowMs,
     );
-    return intent;
+    return [intent, 'approved'];
   } catch (err) {
     if (!E.INVALID_TRANSITION.is(err)) throw err;
     // A concurrent request approved (or expired) it first: compare with what this one verified.
-    return compareWithStored(ctx, await loadIntent(ctx.db, intentId, { apiKeyId }), s, v);
+    return [
+      await compareWithStored(ctx, await loadIntent(ctx.db, intentId, { apiKeyId }), s, v),
+      'unchanged',
+    ];
   }
 }

@@ -13,6 +13,7 @@
 import type { SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
 import { kindOf } from '../kinds/registry.ts';
+import { errorOutcome } from '../metrics.ts';
 import { readAcceptanceTips, verifyLeg } from '../settlement/verify.ts';
 import {
   applyTransition,
@@ -82,7 +83,18 @@ async function settle(
   txHash: string,
   patch: (tx: string, nowMs: number) => IntentPatch,
 ): Promise<Intent> {
-  const proof = await verifyLeg(ctx, intent, leg, txHash);
+  const network = String(leg === 'fulfil' ? intent.destChain : intent.sourceChain);
+  const t0 = performance.now();
+  let proof: Awaited<ReturnType<typeof verifyLeg>>;
+  try {
+    proof = await verifyLeg(ctx, intent, leg, txHash);
+  } catch (err) {
+    ctx.metrics.settlements.inc({ network, leg, result: errorOutcome(err) });
+    throw err;
+  } finally {
+    ctx.metrics.settlementLatency.observe({ network }, (performance.now() - t0) / 1000);
+  }
+  ctx.metrics.settlements.inc({ network, leg, result: 'accepted' });
   const nowMs = ctx.now();
   return applyTransition(
     ctx.db,
@@ -137,10 +149,23 @@ export async function releaseSecret(
   }
 }
 
+/**
+ * Whether the user's source funds may be locked: a deposit was proven, or the source kind's deposit is
+ * the service's own transaction (Bitcoin: the approved HTLC funding, broadcast by the service when the
+ * resolver accepted). A resolver that accepts and then never reports the deposit must not keep the user
+ * from recording the refund; the refund itself is proven on chain (it spends this intent's HTLC output).
+ */
+function mayHaveDeposited(ctx: SwapContext, intent: Intent): boolean {
+  if (intent.row.user_deposit_tx) return true;
+  return (
+    kindOf(ctx.catalog.network(intent.sourceChain)).depositIsOwnTransaction && intent.row.accepted_at != null
+  );
+}
+
 export async function requestRefund(ctx: SwapContext, apiKeyId: string, id: string): Promise<Intent> {
   const intent = await expireIfDue(ctx.db, await loadIntent(ctx.db, id, { apiKeyId }), ctx.now());
   requireTransition(intent, 'request_refund');
-  if (!intent.row.user_deposit_tx) {
+  if (!mayHaveDeposited(ctx, intent)) {
     throw E.INVALID_TRANSITION.createWith(
       { details: { reason: 'nothing was deposited' } },
       'request refund',
@@ -160,7 +185,7 @@ export async function reportRefund(
 ): Promise<Intent> {
   const intent = await expireIfDue(ctx.db, await loadIntent(ctx.db, id, scope), ctx.now());
   requireTransition(intent, 'refund');
-  if (!intent.row.user_deposit_tx) {
+  if (!mayHaveDeposited(ctx, intent)) {
     throw E.INVALID_TRANSITION.createWith(
       { details: { reason: 'nothing was deposited' } },
       'refund',

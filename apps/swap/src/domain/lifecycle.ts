@@ -126,7 +126,7 @@ export const TRANSITIONS: readonly Transition[] = [
     from: ['Expired'],
     to: 'RefundRequested',
     actor: 'user',
-    condition: 'funds were deposited (user_deposit_tx set)',
+    condition: 'funds were deposited (user_deposit_tx set, or a Bitcoin HTLC funding broadcast on accept)',
     effects: 'swap_metadata.refund_requested_at',
   },
   {
@@ -135,7 +135,7 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'Refunded',
     actor: 'user or resolver',
     condition:
-      "funds were deposited; proven on chain, not before the deposit: Bitcoin: the tx spends this intent's HTLC output through the refund leaf; EVM/Tron: the escrow's Refunded event for this intent to the owner; Solana: System transfers from the account that received the deposit (or the resolver's solana_address) to refund_address of exactly the deposited lamports, in a later slot than the deposit",
+      "funds were deposited (Bitcoin: or the service broadcast the approved funding when a resolver accepted, even if no deposit was reported); proven on chain, not before the deposit: Bitcoin: the tx spends this intent's HTLC output through the refund leaf; EVM/Tron: the escrow's Refunded event for this intent to the owner; Solana: System transfers from the account that received the deposit (or the resolver's solana_address) to refund_address of exactly the deposited lamports, in a later slot than the deposit",
     effects:
       'swap_metadata.refunded_at (refund_requested_at filled in if it was skipped); the proof in settlement[]',
   },

@@ -82,6 +82,7 @@ export async function createQuote(deps: {
   apiKeyId: string;
   input: QuoteInput;
   onResolverError?: (resolverId: string, err: unknown) => void;
+  onResolverDone?: (resolverId: string, seconds: number) => void;
 }): Promise<Quote> {
   const { catalog, input, settings } = deps;
   const sourceNetwork = catalog.network(input.sourceChain);
@@ -166,6 +167,7 @@ export async function createQuote(deps: {
     { sourceNetwork, sourceToken, destNetwork, destToken, amountLots },
     settings.resolverTimeoutMs,
     deps.onResolverError,
+    deps.onResolverDone,
   );
   if (!best) throw E.NO_ROUTE.create();
 

@@ -4,13 +4,16 @@
  * pair. The service asks every enabled resolver at once, each with a timeout, and keeps the best
  * answer (largest destination amount; ties go to the first resolver in the configuration).
  *
- * The reference resolver quotes from configured rates. Resolvers are in-process objects behind the
- * `Resolver` interface; a remote resolver is one more implementation of it.
+ * The reference resolver quotes from configured rates; a resolver with `quote_url` is remote and asked
+ * over HTTP with a signed request (`RemoteResolver`, rfq-client.ts). Both are behind the `Resolver`
+ * interface.
  */
 
+import { HttpClient } from '@rgbx/service-kit/http-client';
 import type { NetworkConfig, NetworkType, RateConfig, ResolverConfig, TokenConfig } from '../config.ts';
 import { kindOf } from '../kinds/registry.ts';
 import { convert, minusBps, parseDecimal, parseLots } from './amounts.ts';
+import { RemoteResolver, RfqStats } from './rfq-client.ts';
 
 export interface RfqRequest {
   sourceNetwork: NetworkConfig;
@@ -39,7 +42,18 @@ export interface Resolver {
   readonly name: string;
   readonly enabled: boolean;
   readonly identity: ResolverIdentity;
-  quote(req: RfqRequest): Promise<ResolverQuote | null>;
+  /** `signal` aborts the question when the RFQ stops waiting (`swap.resolver_timeout_ms`). */
+  quote(req: RfqRequest, opts?: { signal?: AbortSignal }): Promise<ResolverQuote | null>;
+}
+
+/** The identities of a `[[resolvers]]` entry. */
+export function resolverIdentity(cfg: ResolverConfig): ResolverIdentity {
+  return {
+    ...(cfg.bitcoin_claim_pubkey ? { bitcoinClaimPubkey: cfg.bitcoin_claim_pubkey.toLowerCase() } : {}),
+    ...(cfg.evm_address ? { evmAddress: cfg.evm_address } : {}),
+    ...(cfg.tron_address ? { tronAddress: cfg.tron_address } : {}),
+    ...(cfg.solana_address ? { solanaAddress: cfg.solana_address } : {}),
+  };
 }
 
 /** The resolver's identity on a network of `type`, or undefined when it has none. */
@@ -63,12 +77,7 @@ export class ReferenceResolver implements Resolver {
     this.id = cfg.id;
     this.name = cfg.name;
     this.enabled = cfg.enabled;
-    this.identity = {
-      ...(cfg.bitcoin_claim_pubkey ? { bitcoinClaimPubkey: cfg.bitcoin_claim_pubkey.toLowerCase() } : {}),
-      ...(cfg.evm_address ? { evmAddress: cfg.evm_address } : {}),
-      ...(cfg.tron_address ? { tronAddress: cfg.tron_address } : {}),
-      ...(cfg.solana_address ? { solanaAddress: cfg.solana_address } : {}),
-    };
+    this.identity = resolverIdentity(cfg);
     this.#rates = cfg.rates;
   }
 
@@ -97,36 +106,70 @@ export class ReferenceResolver implements Resolver {
   }
 }
 
-export function buildResolvers(configs: readonly ResolverConfig[]): Resolver[] {
-  return configs.map((c) => new ReferenceResolver(c));
+export interface BuildResolversOptions {
+  /** Where the remote resolvers count their RFQ outcomes (default: a new one, shared by them). */
+  stats?: RfqStats;
+  /** The remote resolvers' outbound client (default: a new one, shared by them). */
+  http?: HttpClient;
+  /** The remote resolvers' clock (request timestamps; default `Date.now`). */
+  now?: () => number;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), ms);
+/** Remote resolvers for the entries with `quote_url`, reference resolvers for the others. */
+export function buildResolvers(
+  configs: readonly ResolverConfig[],
+  opts: BuildResolversOptions = {},
+): Resolver[] {
+  const stats = opts.stats ?? new RfqStats();
+  let http = opts.http;
+  return configs.map((c) => {
+    if (!c.quote_url) return new ReferenceResolver(c);
+    http ??= new HttpClient({ maxSockets: 16, maxFreeSockets: 4 });
+    return new RemoteResolver(c, { http, stats, ...(opts.now ? { now: opts.now } : {}) });
   });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Asks every enabled resolver; the best answer or null. A resolver that throws or times out is skipped. */
+/** The RFQ counters the remote resolvers among `resolvers` share (empty when there is none). */
+export function rfqStatsOf(resolvers: readonly Resolver[]): RfqStats {
+  return resolvers.find((r): r is RemoteResolver => r instanceof RemoteResolver)?.stats ?? new RfqStats();
+}
+
+/**
+ * Asks every enabled resolver; the best answer or null. A resolver that throws or times out is
+ * skipped: a throw is reported to `onResolverError`, and at the timeout the question is aborted (a
+ * resolver that honours the signal then throws, and that is reported too). `onResolverDone` is told
+ * how long each resolver took (to its answer, its error or the timeout).
+ */
 export async function requestForQuote(
   resolvers: readonly Resolver[],
   req: RfqRequest,
   timeoutMs: number,
   onResolverError?: (resolverId: string, err: unknown) => void,
+  onResolverDone?: (resolverId: string, seconds: number) => void,
 ): Promise<ResolverQuote | null> {
   const enabled = resolvers.filter((r) => r.enabled);
   const answers = await Promise.all(
-    enabled.map((r) =>
-      withTimeout(
-        Promise.resolve().then(() => r.quote(req)),
-        timeoutMs,
-      ).catch((err: unknown) => {
-        onResolverError?.(r.id, err);
-        return null;
-      }),
-    ),
+    enabled.map((r) => {
+      const t0 = performance.now();
+      const abort = new AbortController();
+      const asked = Promise.resolve()
+        .then(() => r.quote(req, { signal: abort.signal }))
+        .catch((err: unknown) => {
+          onResolverError?.(r.id, err);
+          return null;
+        });
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<null>((resolve) => {
+        timer = setTimeout(() => {
+          abort.abort(new Error(`no answer within ${timeoutMs} ms`));
+          resolve(null);
+        }, timeoutMs);
+      });
+      return Promise.race([asked, timeout]).finally(() => {
+        clearTimeout(timer);
+        onResolverDone?.(r.id, (performance.now() - t0) / 1000);
+      });
+    }),
   );
   let best: ResolverQuote | null = null;
   for (const a of answers) {

@@ -11,6 +11,7 @@
 import type { ServerResponse } from 'node:http';
 import { A, ApiKeyHeader, B, EventsReset, Resolver } from '@rgbx/contracts/swap';
 import { type FastifyReply, type FastifyRequest, type ServiceApp, Type } from '@rgbx/service-kit';
+import { drained, writeSseHead } from '@rgbx/service-kit/sse';
 import type { SwapContext } from '../context.ts';
 import { EventFeed, type FeedEvent, type FeedSink } from '../domain/event-feed.ts';
 import { errorReplies } from '../errors.ts';
@@ -96,21 +97,7 @@ function sseSink(res: ServerResponse, render: (e: FeedEvent) => unknown): FeedSi
       write(`: heartbeat\nid: ${id}\n\n`);
     },
     blocked: () => res.writableNeedDrain,
-    drained: () =>
-      new Promise<boolean>((resolve) => {
-        if (res.destroyed || res.writableEnded) return resolve(false);
-        const done = (ok: boolean) => {
-          clearTimeout(timer);
-          res.off('drain', onDrain);
-          res.off('close', onClose);
-          resolve(ok);
-        };
-        const onDrain = () => done(true);
-        const onClose = () => done(false);
-        const timer = setTimeout(() => done(false), STALL_MS);
-        res.once('drain', onDrain);
-        res.once('close', onClose);
-      }),
+    drained: () => drained(res, STALL_MS),
     end: () => {
       if (!res.writableEnded) res.end();
     },
@@ -170,16 +157,7 @@ export function registerEventFeeds(app: ServiceApp, ctx: SwapContext): EventFeed
             reply.hijack();
             const res = reply.raw;
             try {
-              res.writeHead(200, {
-                ...(reply.getHeaders() as Record<string, string>),
-                'content-type': 'text/event-stream; charset=utf-8',
-                'cache-control': 'no-cache, no-transform',
-                connection: 'keep-alive',
-                'x-accel-buffering': 'no',
-              });
-              res.flushHeaders();
-              // The starting position, so a client that drops before any event resumes from here.
-              res.write(`retry: 1000\nid: ${pending.cursor}\n\n`);
+              writeSseHead(reply, pending.cursor);
             } catch (err) {
               pending.cancel();
               throw err;

@@ -15,6 +15,7 @@ import { createIntent } from '../domain/intents.ts';
 import { TERMINAL } from '../domain/lifecycle.ts';
 import { createQuote } from '../domain/quotes.ts';
 import { E } from '../errors.ts';
+import { errorOutcome } from '../metrics.ts';
 import { expireIfDue, listIntents, loadIntent } from '../store/intent-store.ts';
 import { type HealthCheck, healthReply } from './health.ts';
 import { affiliateA, intentCreatedA, networkA, quoteA, swapRecordA, tokenA } from './views.ts';
@@ -205,31 +206,40 @@ export const OPERATIONS: readonly Operation[] = [
     b: { path: '/quotes/best', operationId: 'affiliateBestQuote', body: B.QuoteRequestB, reply: B.QuoteB },
     handle: async (c) => {
       const b = c.body;
-      const quote = await createQuote({
-        db: c.ctx.db,
-        catalog: c.ctx.catalog,
-        resolvers: c.ctx.resolvers,
-        settings: quoteSettings(c.ctx),
-        now: c.ctx.now,
-        apiKeyId: c.apiKeyId,
-        input: {
-          sourceChain: b.sourceChain,
-          sourceToken: b.sourceToken,
-          destChain: b.destChain,
-          destToken: b.destToken,
-          ...defined({
-            amount: b.amount,
-            amountLots: b.amountLots,
-            slippageBps: b.slippageBps,
-            // `""` was dropped as absent before the handler (request.ts); the types cannot know.
-            swapType: b.swapType || undefined,
-            depositType: b.depositType || undefined,
-            retailUserId: b.retailUserId,
-            affiliateFees: b.affiliateFees,
-          }),
-        },
-        onResolverError: (id, err) => c.request.log.warn({ resolver: id, err }, 'resolver quote failed'),
-      });
+      const m = c.ctx.metrics;
+      let quote: Awaited<ReturnType<typeof createQuote>>;
+      try {
+        quote = await createQuote({
+          db: c.ctx.db,
+          catalog: c.ctx.catalog,
+          resolvers: c.ctx.resolvers,
+          settings: quoteSettings(c.ctx),
+          now: c.ctx.now,
+          apiKeyId: c.apiKeyId,
+          input: {
+            sourceChain: b.sourceChain,
+            sourceToken: b.sourceToken,
+            destChain: b.destChain,
+            destToken: b.destToken,
+            ...defined({
+              amount: b.amount,
+              amountLots: b.amountLots,
+              slippageBps: b.slippageBps,
+              // `""` was dropped as absent before the handler (request.ts); the types cannot know.
+              swapType: b.swapType || undefined,
+              depositType: b.depositType || undefined,
+              retailUserId: b.retailUserId,
+              affiliateFees: b.affiliateFees,
+            }),
+          },
+          onResolverError: (id, err) => c.request.log.warn({ resolver: id, err }, 'resolver quote failed'),
+          onResolverDone: m.observeRfq,
+        });
+      } catch (err) {
+        m.quotes.inc({ outcome: errorOutcome(err) });
+        throw err;
+      }
+      m.quotes.inc({ outcome: 'ok' });
       return quoteA(quote);
     },
   }),

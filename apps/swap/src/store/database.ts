@@ -5,7 +5,7 @@
  * read back the same string), times are BIGINT milliseconds (PostgreSQL returns them as strings:
  * read them through `@rgbx/store`'s `bigintNumber()`), deadlines are BIGINT Unix seconds.
  */
-import { columns, type Dialect, type MigrationSet, migrateToLatest, openDatabase } from '@rgbx/store';
+import { columns, type Dialect, type MigrationSet, openMigratedDatabase } from '@rgbx/store';
 import { type Generated, type Kysely, PostgresAdapter, sql } from 'kysely';
 
 /** A BIGINT column as the drivers return it (better-sqlite3: number; pg: string). */
@@ -365,15 +365,8 @@ export interface OpenedSwapDb {
 }
 
 /** Opens the database and applies pending migrations. */
-export async function openSwapDatabase(url: string): Promise<OpenedSwapDb> {
-  const opened = openDatabase<SwapDatabase>(url);
-  try {
-    await migrateToLatest(opened.db, opened.dialect, migrations);
-  } catch (err) {
-    await opened.close();
-    throw err;
-  }
-  return opened;
+export function openSwapDatabase(url: string): Promise<OpenedSwapDb> {
+  return openMigratedDatabase<SwapDatabase>(url, migrations);
 }
 
 /** What a quote fixes of a swap: the pair and its amounts (a quote and its intents share them). */

@@ -348,3 +348,13 @@ export async function listResolverIntents(
   ]);
   return { intents: rows.map(toIntent), total: Number(count.n) };
 }
+
+/** Intents stored, by status (one grouped count; the metrics read it at each scrape). */
+export async function countIntentsByStatus(db: SwapDb): Promise<{ status: string; n: number }[]> {
+  const rows = await db
+    .selectFrom('intents')
+    .select((eb) => ['status', eb.fn.countAll<number | string | bigint>().as('n')])
+    .groupBy('status')
+    .execute();
+  return rows.map((r) => ({ status: r.status, n: Number(r.n) }));
+}
