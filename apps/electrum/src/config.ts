@@ -1,4 +1,4 @@
-import { type Static, Type } from '@rgbx/service-kit';
+import { MetricsConfigSchema, type Static, Type } from '@rgbx/service-kit';
 
 /**
  * Electrum server configuration (TOML). Every key is optional; unknown or mistyped keys are rejected
@@ -61,6 +61,8 @@ export const ElectrumConfig = Type.Object(
       },
       { default: {}, additionalProperties: false },
     ),
+    /** `GET /metrics` (Prometheus) on a listen address of its own (default 127.0.0.1:9404). */
+    metrics: MetricsConfigSchema(9404),
     log: Type.Object(
       {
         level: Type.Union(

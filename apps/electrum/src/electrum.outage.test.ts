@@ -57,6 +57,8 @@ beforeAll(async () => {
       'poll_interval_ms = 50',
       '[log]',
       'level = "fatal"',
+      '[metrics]',
+      'port = 0',
     ].join('\n'),
     { mode: 0o600 },
   );

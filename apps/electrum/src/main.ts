@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { BitcoindRpc } from '@rgbx/chains/btc';
 import { announceListening, createLogger, loadTomlConfig, runMain } from '@rgbx/service-kit';
 import { ElectrumConfig } from './config.ts';
+import { ElectrumMetrics, startElectrumMetricsServer } from './metrics.ts';
 import { ElectrumServer } from './server.ts';
 
 const USAGE = `usage: rgbx-electrum [-c FILE] [--host H] [--port P] [--bitcoind-url URL] [--rpc-user U] [--rpc-password-env VAR]
@@ -49,6 +50,7 @@ async function main(): Promise<void> {
     password,
     timeoutMs: cfg.bitcoind.timeout_ms,
   });
+  const metrics = cfg.metrics.enabled ? new ElectrumMetrics() : undefined;
   const server = new ElectrumServer({
     rpc,
     host: cfg.server.host,
@@ -65,16 +67,23 @@ async function main(): Promise<void> {
     banner: cfg.server.banner,
     protocolMax: cfg.server.protocol_max,
     logger,
+    ...(metrics ? { metrics } : {}),
   });
   const { host, port, indexMs, height } = await server.start();
+  const metricsServer = metrics ? await startElectrumMetricsServer(metrics, cfg.metrics) : undefined;
+  if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
   // One machine-readable line on stdout for launchers; logs go through pino.
-  announceListening(`tcp://${host}:${port}`, { height, index_ms: Math.round(indexMs) });
+  announceListening(`tcp://${host}:${port}`, {
+    height,
+    index_ms: Math.round(indexMs),
+    ...(metricsServer ? { metrics_url: metricsServer.url } : {}),
+  });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) process.exit(1);
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    server.close().then(
+    Promise.all([server.close(), metricsServer?.close()]).then(
       () => process.exit(0),
       () => process.exit(1),
     );

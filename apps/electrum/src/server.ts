@@ -3,6 +3,7 @@ import type { BitcoindRpc } from '@rgbx/chains/btc';
 import { ChainIndex } from './chain-index.ts';
 import { ElectrumError, ErrorCode } from './errors.ts';
 import { BitcoindFollower } from './follow.ts';
+import type { ElectrumMetrics } from './metrics.ts';
 import {
   handlers,
   INDEX_METHODS,
@@ -57,6 +58,8 @@ export interface ElectrumServerOptions {
   banner?: string;
   protocolMax?: ProtocolVersion;
   logger?: Logger;
+  /** Requests, syncs and the scrape-time gauges are reported here (metrics.ts). */
+  metrics?: ElectrumMetrics;
 }
 
 export const SOFTWARE = 'rgbx-electrum 0.1.0';
@@ -84,7 +87,7 @@ const MAX_QUEUED = 1000;
  */
 export class ElectrumServer {
   readonly index: ChainIndex;
-  readonly #opts: Required<Omit<ElectrumServerOptions, 'feeFallback' | 'logger' | 'rpcAuth'>> & {
+  readonly #opts: Required<Omit<ElectrumServerOptions, 'feeFallback' | 'logger' | 'rpcAuth' | 'metrics'>> & {
     feeFallback: string | null;
   };
   /** The event-driven follow ('events' mode); null in 'poll' mode. */
@@ -92,6 +95,7 @@ export class ElectrumServer {
   /** mempool_sequence of the last cheap mempool check ('events' mode without ZMQ). */
   #mempoolSeq: number | null = null;
   readonly #log: Logger;
+  readonly #metrics: ElectrumMetrics | undefined;
   readonly #ctx: ProtocolContext;
   readonly #sessions = new Set<Session>();
   #server: Server | null = null;
@@ -119,6 +123,22 @@ export class ElectrumServer {
       protocolMax: opts.protocolMax ?? '1.6',
     };
     this.#log = opts.logger ?? silent;
+    this.#metrics = opts.metrics;
+    opts.metrics?.watch({
+      height: () => this.index.height,
+      bitcoindHeight: () => opts.rpc.call<number>('getblockcount', []),
+      bitcoindReachable: () => this.#syncError === null,
+      sessions: () => this.#sessions.size,
+      subscriptions: () => {
+        let headers = 0;
+        let scripthash = 0;
+        for (const s of this.#sessions) {
+          if (s.headersSubscribed) headers++;
+          scripthash += s.scripthashes.size;
+        }
+        return { headers, scripthash };
+      },
+    });
     this.index = new ChainIndex(opts.rpc);
     if (this.#opts.follow === 'events' && !opts.rpcAuth)
       throw new TypeError("follow: 'events' needs rpcAuth (the long-poll's credentials)");
@@ -239,16 +259,19 @@ export class ElectrumServer {
     try {
       // index.sync() coalesces, but always includes a pass that began after this call.
       result = await this.index.sync();
+      this.#metrics?.syncs.inc({ result: 'ok' });
       this.#freshAsOf = Math.max(this.#freshAsOf, started);
       if (this.#syncError !== null) this.#log.info({ height: this.index.height }, 'index sync recovered');
       this.#syncError = null;
     } catch (err) {
+      this.#metrics?.syncs.inc({ result: 'error' });
       if (throwOnError) throw err;
       const message = (err as Error).message;
       if (this.#syncError === null) this.#log.warn({ err: message }, 'index sync failed; will retry');
       this.#syncError = message;
       return false;
     }
+    if (result.reorgDepth > 0) this.#metrics?.reorgs.inc();
     if (result.reorgDepth > 0)
       this.#log.info({ depth: result.reorgDepth, height: this.index.height }, 'reorg');
     if (result.newTip) {
@@ -374,6 +397,7 @@ export class ElectrumServer {
       try {
         msg = JSON.parse(text);
       } catch (err) {
+        this.#metrics?.request('unknown', (performance.now() - arrivedAt) / 1000, ErrorCode.PARSE_ERROR);
         this.#write(session, {
           jsonrpc: '2.0',
           id: null,
@@ -407,8 +431,21 @@ export class ElectrumServer {
     }
   }
 
-  /** Returns the serialized response, or null for a notification (no id member). */
+  /** Returns the serialized response, or null for a notification (no id member); counts it. */
   async #handle(session: Session, msg: unknown, arrivedAt: number): Promise<string | null> {
+    if (!this.#metrics) return this.#answer(session, msg, arrivedAt, undefined);
+    const outcome: { method: string; code?: number } = { method: 'unknown' };
+    const r = await this.#answer(session, msg, arrivedAt, outcome);
+    this.#metrics.request(outcome.method, (performance.now() - arrivedAt) / 1000, outcome.code);
+    return r;
+  }
+
+  async #answer(
+    session: Session,
+    msg: unknown,
+    arrivedAt: number,
+    outcome: { method: string; code?: number } | undefined,
+  ): Promise<string | null> {
     const isObj = typeof msg === 'object' && msg !== null && !Array.isArray(msg);
     const req = (isObj ? msg : {}) as { id?: unknown; method?: unknown; params?: unknown };
     const hasId = isObj && 'id' in req;
@@ -417,10 +454,13 @@ export class ElectrumServer {
     const reply = (body: string) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},${body}}`;
     const fail = (code: number, message: string) => reply(`"error":${JSON.stringify({ code, message })}`);
     if (!isObj || typeof req.method !== 'string') {
+      if (outcome) outcome.code = ErrorCode.INVALID_REQUEST;
       return fail(ErrorCode.INVALID_REQUEST, 'invalid request: expected an object with a string "method"');
     }
     const method = req.method;
+    if (outcome) outcome.method = method;
     const handler = Object.hasOwn(handlers, method) ? handlers[method] : undefined;
+    if (!handler && outcome) outcome.code = ErrorCode.METHOD_NOT_FOUND;
     if (!handler) return hasId ? fail(ErrorCode.METHOD_NOT_FOUND, `unknown method "${method}"`) : null;
     try {
       let params: unknown[];
@@ -437,6 +477,7 @@ export class ElectrumServer {
       const json = result instanceof RawJson ? result.text : JSON.stringify(result ?? null);
       return reply(`"result":${json}`);
     } catch (err) {
+      if (outcome) outcome.code = err instanceof ElectrumError ? err.code : ErrorCode.INTERNAL;
       if (err instanceof ElectrumError) {
         if (err.closeConnection) session.closeAfterReply = true;
         return hasId ? fail(err.code, err.message) : null;

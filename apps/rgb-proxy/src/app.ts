@@ -24,6 +24,7 @@ import {
 } from '@rgbx/service-kit';
 import { E, type RpcError } from './errors.ts';
 import { createMethods, type MethodContext, SERVER_VERSION } from './methods.ts';
+import { ProxyMetrics } from './metrics.ts';
 import {
   encodeResponse,
   failure,
@@ -47,11 +48,14 @@ export interface BuildAppOptions {
   maxJsonBytes?: number;
   /** Default: a silent logger. */
   logger?: Logger;
+  /** Default: a new registry with Node's process metrics (served by main.ts on its own listener). */
+  metrics?: ProxyMetrics;
 }
 
 export interface ProxyApp {
   app: ServiceApp;
   store: ProxyStore;
+  metrics: ProxyMetrics;
 }
 
 /** Marks a body that came with a content type the RPC endpoint does not read. */
@@ -186,6 +190,8 @@ export function buildApp(opts: BuildAppOptions): ProxyApp {
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
   const logger = opts.logger ?? createLogger({ name: 'rgb-proxy', level: 'silent' });
   const store = ProxyStore.open(opts.dataDir);
+  const metrics = opts.metrics ?? new ProxyMetrics();
+  metrics.watchStore(store, logger);
   const startedAt = Date.now();
   if (store.openReport.removedTmp + store.openReport.removedOrphans > 0) {
     logger.warn(store.openReport, 'removed leftovers of interrupted uploads');
@@ -200,10 +206,14 @@ export function buildApp(opts: BuildAppOptions): ProxyApp {
     // rgb-proxy-server answers 404 (-32601) for every other route and method: so do we.
     methodNotAllowed: false,
   });
+  metrics.instrument(app);
 
   const dispatcher = new RpcDispatcher<MethodContext>(
     createMethods(store, () => startedAt),
-    { onInternalError: (err, method) => logger.error({ err, method }, 'rpc method failed') },
+    {
+      onInternalError: (err, method) => logger.error({ err, method }, 'rpc method failed'),
+      onCall: (method, code) => metrics.call(method, code),
+    },
   );
 
   // CORS, as express `cors()` with its defaults.
@@ -256,6 +266,7 @@ export function buildApp(opts: BuildAppOptions): ProxyApp {
           const id: RpcId = isRpcId(state.fields.id) ? state.fields.id : null;
           const rpcErr = transportError(err, maxUploadBytes, maxJsonBytes);
           request.log.info({ err, rpcCode: rpcErr.code }, 'rejected multipart upload');
+          metrics.rejectedTransfer(rpcErr.code);
           response = failure(id, rpcErr);
         } finally {
           // Committed files were renamed away; anything still in tmp/ is dropped before replying.
@@ -279,7 +290,7 @@ export function buildApp(opts: BuildAppOptions): ProxyApp {
     store.close();
   });
 
-  return { app, store };
+  return { app, store, metrics };
 }
 
 function logCall(

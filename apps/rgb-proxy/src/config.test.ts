@@ -21,8 +21,10 @@ describe('parseCli', () => {
         maxJsonBytes: 1024 * 1024,
         logLevel: 'info',
         shutdownTimeoutMs: 10_000,
+        metrics: { enabled: true, listen_address: '127.0.0.1', port: 9405 },
       },
     });
+    expect(parseCli(['--metrics-port', '0'], {})).toMatchObject({ config: { metrics: { port: 0 } } });
   });
 
   it('reads a TOML file and lets flags override it', () => {

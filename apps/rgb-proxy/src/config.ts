@@ -4,7 +4,15 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadTomlConfig, parseCommandLine, type Static, Type, UsageError } from '@rgbx/service-kit';
+import {
+  loadTomlConfig,
+  type MetricsConfig,
+  MetricsConfigSchema,
+  parseCommandLine,
+  type Static,
+  Type,
+  UsageError,
+} from '@rgbx/service-kit';
 import { DEFAULT_MAX_JSON_BYTES, DEFAULT_MAX_UPLOAD_BYTES } from './app.ts';
 
 export const ConfigSchema = Type.Object({
@@ -18,6 +26,8 @@ export const ConfigSchema = Type.Object({
     { default: 'info' },
   ),
   shutdown_timeout_ms: Type.Integer({ minimum: 0, default: 10_000 }),
+  /** `GET /metrics` (Prometheus) on a listen address of its own (default 127.0.0.1:9405). */
+  metrics: MetricsConfigSchema(9405),
 });
 
 export type FileConfig = Static<typeof ConfigSchema>;
@@ -30,6 +40,7 @@ export interface ProxyConfig {
   maxJsonBytes: number;
   logLevel: string;
   shutdownTimeoutMs: number;
+  metrics: MetricsConfig;
 }
 
 export const USAGE = `usage: rgbx-rgb-proxy [options]
@@ -38,16 +49,18 @@ RGB proxy server (JSON-RPC, protocol 0.2, compatible with rgb-proxy-server 0.3.0
 
 options:
   -c, --config FILE          TOML config file (keys: host, port, data_dir, max_upload_bytes,
-                             max_json_bytes, log_level, shutdown_timeout_ms)
+                             max_json_bytes, log_level, shutdown_timeout_ms, [metrics])
       --host HOST            listen address (default 127.0.0.1)
       --port PORT            listen port, 0 = any free port (default 3000)
       --data-dir DIR         data directory (default $APP_DATA or ~/.rgbx-rgb-proxy)
       --max-upload-bytes N   largest accepted upload (default ${DEFAULT_MAX_UPLOAD_BYTES})
       --log-level LEVEL      fatal|error|warn|info|debug|trace|silent (default info)
+      --metrics-port PORT    GET /metrics listen port, 0 = any free port (default 9405; [metrics] in the file)
   -h, --help                 show this help
   -v, --version              show the version
 
-Once listening, one JSON line is printed to stdout: {"event":"listening","url":"http://HOST:PORT"}.
+Once listening, one JSON line is printed to stdout:
+{"event":"listening","url":"http://HOST:PORT","metrics_url":"http://HOST:PORT/metrics"}.
 Logs go to stderr.`;
 
 export { UsageError };
@@ -89,6 +102,10 @@ export function parseCli(argv: string[], env: Record<string, string | undefined>
       maxJsonBytes: file.max_json_bytes,
       logLevel: v['log-level'] ?? file.log_level,
       shutdownTimeoutMs: file.shutdown_timeout_ms,
+      metrics: {
+        ...file.metrics,
+        port: intFlag('metrics-port', v['metrics-port'], 0, 65535) ?? file.metrics.port,
+      },
     },
   };
 }
@@ -101,6 +118,7 @@ function parse(argv: string[]) {
     'data-dir': { type: 'string' },
     'max-upload-bytes': { type: 'string' },
     'log-level': { type: 'string' },
+    'metrics-port': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
     version: { type: 'boolean', short: 'v' },
   });

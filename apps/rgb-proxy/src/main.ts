@@ -8,6 +8,7 @@ import { announceListening, createLogger, runMain, runService } from '@rgbx/serv
 import { buildApp } from './app.ts';
 import { parseCli, USAGE } from './config.ts';
 import { SERVER_VERSION } from './methods.ts';
+import { startProxyMetricsServer } from './metrics.ts';
 
 async function main(): Promise<number | undefined> {
   const cli = parseCli(process.argv.slice(2));
@@ -21,21 +22,24 @@ async function main(): Promise<number | undefined> {
   }
   const cfg = cli.config;
   const logger = createLogger({ name: 'rgb-proxy', level: cfg.logLevel, destination: 2 });
-  const { app, store } = buildApp({
+  const { app, store, metrics } = buildApp({
     dataDir: cfg.dataDir,
     maxUploadBytes: cfg.maxUploadBytes,
     maxJsonBytes: cfg.maxJsonBytes,
     logger,
   });
   logger.info({ dataDir: cfg.dataDir, maxUploadBytes: cfg.maxUploadBytes, ...store.counts() }, 'starting');
+  const metricsServer = await startProxyMetricsServer(metrics, cfg.metrics);
   const svc = await runService({
     app,
     host: cfg.host,
     port: cfg.port,
     logger,
     shutdownTimeoutMs: cfg.shutdownTimeoutMs,
+    ...(metricsServer ? { onShutdown: () => metricsServer.close() } : {}),
   });
-  announceListening(svc.address.url);
+  if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
+  announceListening(svc.address.url, metricsServer ? { metrics_url: metricsServer.url } : {});
   return undefined;
 }
 

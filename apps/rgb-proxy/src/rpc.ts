@@ -93,15 +93,19 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export interface DispatcherOptions {
   /** Called with unexpected (non-RpcError) failures; they are answered as -32603. */
   onInternalError?: (err: unknown, method: string) => void;
+  /** Told of each answered call: its `method` member as sent, and the error code (undefined: ok). */
+  onCall?: (method: unknown, code: number | undefined) => void;
 }
 
 export class RpcDispatcher<C> {
   readonly #methods: Map<string, RpcMethod<C>>;
   readonly #onInternalError: (err: unknown, method: string) => void;
+  readonly #onCall: DispatcherOptions['onCall'];
 
   constructor(methods: Record<string, RpcMethod<C>>, opts: DispatcherOptions = {}) {
     this.#methods = new Map(Object.entries(methods));
     this.#onInternalError = opts.onInternalError ?? (() => {});
+    this.#onCall = opts.onCall;
   }
 
   /**
@@ -123,9 +127,21 @@ export class RpcDispatcher<C> {
   }
 
   async handleOne(req: unknown, ctx: C): Promise<RpcResponse | null> {
-    if (!isObject(req)) return failure(null, E.INVALID_REQUEST());
+    if (!this.#onCall) return this.#handleOne(req, ctx);
+    const code: { value?: number } = {};
+    const r = await this.#handleOne(req, ctx, code);
+    this.#onCall(isObject(req) ? req.method : undefined, code.value);
+    return r;
+  }
+
+  async #handleOne(req: unknown, ctx: C, code?: { value?: number }): Promise<RpcResponse | null> {
+    const fail = (id: RpcId, err: RpcError): RpcFailure => {
+      if (code) code.value = err.code;
+      return failure(id, err);
+    };
+    if (!isObject(req)) return fail(null, E.INVALID_REQUEST());
     const hasId = Object.hasOwn(req, 'id');
-    if (hasId && !isRpcId(req.id)) return failure(null, E.INVALID_REQUEST());
+    if (hasId && !isRpcId(req.id)) return fail(null, E.INVALID_REQUEST());
     const id: RpcId = hasId ? (req.id as RpcId) : null;
     if (
       req.jsonrpc !== '2.0' ||
@@ -133,28 +149,28 @@ export class RpcDispatcher<C> {
       Object.hasOwn(req, 'result') ||
       Object.hasOwn(req, 'error')
     ) {
-      return failure(id, E.INVALID_REQUEST());
+      return fail(id, E.INVALID_REQUEST());
     }
     const reply = (r: RpcResponse): RpcResponse | null => (hasId ? r : null);
 
     let params = req.params;
-    if (params === UNREADABLE_PARAMS) return reply(failure(id, E.INVALID_PARAMS()));
+    if (params === UNREADABLE_PARAMS) return reply(fail(id, E.INVALID_PARAMS()));
     if (typeof params === 'string') {
       try {
         params = JSON.parse(params);
       } catch {
-        return reply(failure(id, E.INVALID_PARAMS()));
+        return reply(fail(id, E.INVALID_PARAMS()));
       }
     }
     const method = this.#methods.get(req.method);
-    if (!method) return reply(failure(id, E.METHOD_NOT_FOUND()));
+    if (!method) return reply(fail(id, E.METHOD_NOT_FOUND()));
     try {
       const result = await method(params, ctx);
       return reply({ jsonrpc: '2.0', id, result: result ?? null });
     } catch (err) {
-      if (err instanceof RpcError) return reply(failure(id, err));
+      if (err instanceof RpcError) return reply(fail(id, err));
       this.#onInternalError(err, req.method);
-      return reply(failure(id, E.INTERNAL_ERROR()));
+      return reply(fail(id, E.INTERNAL_ERROR()));
     }
   }
 }

@@ -12,6 +12,8 @@ export const MAIN_JS = fileURLToPath(new URL('../dist/main.js', import.meta.url)
 
 export interface ProxyProcess {
   url: string;
+  /** `GET /metrics` on its own listener, as announced. */
+  metricsUrl: string | undefined;
   rpcUrl: string;
   child: ChildProcess;
   dataDir: string;
@@ -31,7 +33,18 @@ export async function startProxy(opts: { dataDir?: string; args?: string[] } = {
   const dataDir = opts.dataDir ?? tempDataDir();
   const child = spawn(
     process.execPath,
-    [MAIN_JS, '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', ...(opts.args ?? [])],
+    [
+      MAIN_JS,
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--data-dir',
+      dataDir,
+      '--log-level',
+      'warn',
+      ...(opts.args ?? []),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -45,15 +58,17 @@ export async function startProxy(opts: { dataDir?: string; args?: string[] } = {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
+  let metricsUrl: string | undefined;
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`proxy did not start in time: ${err}`)), 20_000);
     const check = () => {
       for (const line of out.split('\n')) {
         if (!line.trim()) continue;
-        const msg = JSON.parse(line) as { event?: string; url?: string };
+        const msg = JSON.parse(line) as { event?: string; url?: string; metrics_url?: string };
         if (msg.event === 'listening' && msg.url) {
           clearTimeout(timer);
           child.stdout!.off('data', check);
+          metricsUrl = msg.metrics_url;
           resolve(msg.url);
           return;
         }
@@ -67,6 +82,7 @@ export async function startProxy(opts: { dataDir?: string; args?: string[] } = {
   });
   return {
     url,
+    metricsUrl,
     rpcUrl: `${url}/json-rpc`,
     child,
     dataDir,
