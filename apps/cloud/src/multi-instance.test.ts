@@ -263,7 +263,7 @@ describe('two cloud instances on one PostgreSQL', () => {
         .execute();
       expect(inProgress.length).toBeGreaterThan(0);
       const killedAt = Date.now();
-      const victimLog = victim.stdout;
+      const victimLog = victim.stderr;
       victim.child.kill('SIGKILL');
       await new Promise((r) => victim.child.once('exit', r));
       a = undefined;
@@ -315,6 +315,9 @@ describe('two cloud instances on one PostgreSQL', () => {
       expect(doubles).toEqual([]);
       const all = await db.selectFrom('nodes').selectAll().execute();
       const procs = processesByArg(new Set(configs.keys()));
+      // The launch lines are read from both instances' logs (below): they must be there to be read.
+      const launchLines = `${victimLog()}${survivor.stderr()}`.split('"node process started"').length - 1;
+      expect(launchLines).toBeGreaterThanOrEqual(configs.size);
       for (const n of all) {
         const name = n.name;
         // A deleted node's log went with its data dir: its starts are counted from the sampler's pids.
@@ -345,17 +348,22 @@ describe('two cloud instances on one PostgreSQL', () => {
               .filter((l) => l.startsWith('start '))
               .map((l) => Number(l.split(' ')[1])),
           );
-          for (const text of [victimLog(), survivor.stdout()])
+          const cloudLines: string[] = [];
+          for (const [who, text] of [
+            ['victim', victimLog()],
+            ['survivor', survivor.stderr()],
+          ] as const)
             for (const line of text.split('\n')) {
-              if (!line.includes('"node process started"')) continue;
-              const l = JSON.parse(line) as { nodeId: string; nodePid: number };
-              if (l.nodeId === n.id) launched.add(l.nodePid);
+              if (!line.startsWith('{') || !line.includes(n.id)) continue;
+              const l = JSON.parse(line) as { nodeId: string; nodePid?: number; msg: string; time: number };
+              cloudLines.push(`${who} ${l.msg} ${l.nodePid ?? ''} ${l.time}`);
+              if (l.msg === 'node process started') launched.add(l.nodePid!);
             }
           const starts = launched.size;
           const timed = events.map((e) => `${e.node_status}@${bigintNumber(e.created_at)}`).join(' → ');
           expect(
             starts,
-            `${name}: ${timed}\nkilled at ${killedAt}\nlaunched ${[...launched].join(',')}\n${lifecycle}`,
+            `${name}: ${timed}\nkilled at ${killedAt}\n${cloudLines.join('\n')}\n${lifecycle}`,
           ).toBe(trail.filter((s) => s === 'STARTING').length);
         }
         const running = procs.get(join(dir, 'nodes', n.id, 'node.toml')) ?? [];

@@ -10,9 +10,8 @@ export interface CloudProcess {
   url: string;
   /** `GET /metrics` on its own listener (`metrics_url` of the listening line; test configs use port 0). */
   metricsUrl: string | undefined;
+  /** Everything it printed on stderr so far: its JSON log lines (the cloud logs to stderr). */
   stderr: () => string;
-  /** Everything it printed on stdout so far (its JSON log lines). */
-  stdout: () => string;
 }
 
 /** Starts `node dist/main.js -c FILE` and waits for its `listening` line. */
@@ -33,7 +32,7 @@ export function startCloudProcess(configFile: string, timeoutMs = 30_000): Promi
       if (line) {
         clearTimeout(timer);
         const l = JSON.parse(line) as { url: string; metrics_url?: string };
-        resolve({ child, url: l.url, metricsUrl: l.metrics_url, stderr: () => err, stdout: () => out });
+        resolve({ child, url: l.url, metricsUrl: l.metrics_url, stderr: () => err });
       }
     });
     child.once('exit', (code) => {
