@@ -7,6 +7,7 @@
  * since the last one and the lease of the next due events; signatures are computed in worker
  * threads (sign-pool.ts).
  */
+import { retryAfterMs } from '@rgbx/codecs/http';
 import type { Logger } from '@rgbx/service-kit';
 import {
   type AddressPolicy,
@@ -14,7 +15,6 @@ import {
   DeliveryTimeoutError,
   givenUp,
   type PostResult,
-  parseRetryAfter,
   type Resolver,
   type RetryPolicy,
   retryDelay,
@@ -448,7 +448,7 @@ export class Dispatcher {
       next = now + retryDelay(this.o.retry, c.attempt);
       const status = result?.statusCode;
       if (status === 429 || status === 503) {
-        const ra = parseRetryAfter(result?.headers['retry-after'] as string | undefined, now);
+        const ra = retryAfterMs(result?.headers['retry-after'] as string | undefined, now);
         const cap = Math.max(...this.o.retry.scheduleMs);
         if (ra !== undefined) next = Math.max(next, now + Math.min(ra, cap));
       }

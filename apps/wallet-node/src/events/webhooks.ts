@@ -15,6 +15,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { retryAfterMs as retryAfterHeader } from '@rgbx/codecs/http';
 import type { WalletWebhookStatus } from '@rgbx/contracts/wallet-node';
 import type { Logger } from '@rgbx/service-kit';
 import {
@@ -22,7 +23,6 @@ import {
   checkWebhookUrl,
   generateWebhookKey,
   keyIdOf,
-  parseRetryAfter,
   type Resolver,
   type RetryPolicy,
   retryDelay,
@@ -422,7 +422,7 @@ export class WalletWebhooks {
       }
       error = `HTTP ${r.statusCode}`;
       if (r.statusCode === 429 || r.statusCode === 503)
-        retryAfterMs = parseRetryAfter(r.headers['retry-after'] as string | undefined, Date.now());
+        retryAfterMs = retryAfterHeader(r.headers['retry-after'] as string | undefined, Date.now());
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       error = e.code ? `${e.code}: ${e.message}` : e.message;

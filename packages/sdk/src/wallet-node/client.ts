@@ -14,6 +14,7 @@
  * await node.createUtxosEnd(signPsbt(psbt, mnemonic));
  */
 
+import { retryAfterMs } from '@rgbx/codecs/http';
 import type {
   AbortBeginResponseT,
   BlindReceiveRequestT,
@@ -125,14 +126,8 @@ export class WalletNodeError extends Error {
 
 /** `Retry-After` as seconds from now: delta-seconds, or an HTTP-date (RFC 9110 §10.2.3); null if absent or unreadable. */
 export function retryAfterSeconds(value: string | null | undefined, now = Date.now()): number | null {
-  if (value === null || value === undefined) return null;
-  const v = value.trim();
-  if (/^\d{1,10}$/.test(v)) return Number(v);
-  // An IMF-fixdate ("Fri, 27 Nov 2026 15:00:30 GMT"); Date.parse alone would take "-3" for a year.
-  const at = /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(v)
-    ? Date.parse(v)
-    : Number.NaN;
-  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
+  const ms = retryAfterMs(value, now);
+  return ms === undefined ? null : Math.ceil(ms / 1000);
 }
 
 const digitsOf = (v: unknown) => (isLosslessNumber(v) ? v.value : undefined);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { givenUp, parseRetryAfter, retryDelay } from './schedule.ts';
+import { givenUp, retryDelay } from './schedule.ts';
 
 const policy = { scheduleMs: [5_000, 30_000, 120_000], jitter: 0.1, giveUpAfterMs: 72 * 3600_000 };
 
@@ -18,12 +18,8 @@ describe('retry schedule', () => {
     }
   });
 
-  it('parses Retry-After and applies the give-up window', () => {
+  it('applies the give-up window', () => {
     const now = Date.parse('2026-11-21T00:00:00Z');
-    expect(parseRetryAfter('120', now)).toBe(120_000);
-    expect(parseRetryAfter('Sat, 21 Nov 2026 00:01:00 GMT', now)).toBe(60_000);
-    expect(parseRetryAfter('soon', now)).toBeUndefined();
-    expect(parseRetryAfter(undefined, now)).toBeUndefined();
     expect(givenUp(policy, now, now + 72 * 3600_000 - 1)).toBe(false);
     expect(givenUp(policy, now, now + 72 * 3600_000)).toBe(true);
   });

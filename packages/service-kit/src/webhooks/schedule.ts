@@ -19,15 +19,6 @@ export function retryDelay(policy: RetryPolicy, attempts: number, random = Math.
   return Math.max(0, Math.round(base + spread));
 }
 
-/** `Retry-After` as milliseconds (delta-seconds or HTTP date); undefined if absent or unusable. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (value === undefined) return undefined;
-  const v = value.trim();
-  if (/^\d{1,9}$/.test(v)) return Number(v) * 1000;
-  const t = Date.parse(v);
-  return Number.isNaN(t) ? undefined : Math.max(0, t - now);
-}
-
 /** True when the event's give-up window is over. */
 export function givenUp(policy: RetryPolicy, firstAttemptAt: number, now: number): boolean {
   return now - firstAttemptAt >= policy.giveUpAfterMs;
