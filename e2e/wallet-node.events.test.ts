@@ -23,6 +23,7 @@ import {
   type WalletEvent,
   type WalletEventItem,
   WalletNodeClient,
+  WalletNodeError,
   type WalletTransferEvent,
 } from '@rgbx/sdk';
 import { freePort } from '@rgbx/service-kit';
@@ -225,6 +226,28 @@ it(
         if (Date.now() > deadline2) throw new Error('the webhooks were not delivered within 30 s');
         await new Promise((r) => setTimeout(r, 250));
       }
+      // A receiver that lost what it stored asks for A's last two events again (POST /wallet/webhook/redeliver).
+      const before = (await a.webhook()).delivered_through;
+      const sentBefore = got.length;
+      expect(await a.redeliverWebhook(before - 1)).toMatchObject({ delivered_through: before - 2 });
+      const deadline3 = Date.now() + 30_000;
+      while ((await a.webhook()).delivered_through < before) {
+        if (Date.now() > deadline3) throw new Error('the redelivery did not finish within 30 s');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(
+        got
+          .slice(sentBefore)
+          .filter((g) => g.path === '/hooks/A')
+          .map((g) => g.id),
+      ).toEqual([`${A.masterFingerprint}-${before - 1}`, `${A.masterFingerprint}-${before}`]);
+      // Past the next undelivered event: refused with the range, nothing sent.
+      const refused = await a.redeliverWebhook(before + 2).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(WalletNodeError);
+      expect(refused).toMatchObject({ httpStatus: 409, code: 1022 });
+      expect((refused as Error).message).toContain(
+        `and ${before + 1} (the next one not yet delivered); got ${before + 2}`,
+      );
     } finally {
       await new Promise<void>((ok) => server.close(() => ok()));
     }

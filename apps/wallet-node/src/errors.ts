@@ -115,6 +115,11 @@ const TABLE = {
     status: 400,
     message: (why: string) => `webhook URL refused: ${why}`,
   },
+  WEBHOOK_REDELIVER_REFUSED: {
+    wire: [1022, 'webhook_redeliver_refused'],
+    status: 409,
+    message: (why: string) => `redelivery refused: ${why}`,
+  },
   INTERNAL: { wire: [500, 'internal_error'], status: 500, message: 'something went wrong' },
 } as const;
 

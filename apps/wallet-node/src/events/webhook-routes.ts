@@ -1,6 +1,7 @@
 /**
  * The wallet webhook routes (webhooks.ts does the delivering): `POST /wallet/webhook {url}` sets the calling
- * wallet's webhook, `GET /wallet/webhook` says how delivery goes, `DELETE /wallet/webhook` removes it, and
+ * wallet's webhook, `GET /wallet/webhook` says how delivery goes, `POST /wallet/webhook/redeliver {from_event_id}` sends events
+ * again, `DELETE /wallet/webhook` removes it, and
  * `GET /wallet/webhook/public-key` gives the key that verifies the signatures (no identity needed: it is public).
  */
 import { WalletWebhookStatus } from '@rgbx/contracts/wallet-node';
@@ -25,6 +26,17 @@ const SetWebhookBody = Type.Object(
       maxLength: 2048,
       description:
         'https URL (http only to wallet.webhook_allow_cidrs with wallet.webhook_allow_http); no credentials; must resolve to public addresses only',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+const RedeliverBody = Type.Object(
+  {
+    from_event_id: Type.Integer({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'the first event to send again (`id` of the event, as on GET /wallet/events)',
     }),
   },
   { additionalProperties: false },
@@ -105,6 +117,42 @@ export function registerWebhookRoutes(app: ServiceApp, deps: WebhookRouteDeps): 
     async (req, reply) => {
       const w = walletOf(req, reply);
       if (!w) return reply;
+      return webhooks.status(w.wallet, w.dir);
+    },
+  );
+
+  app.post(
+    '/wallet/webhook/redeliver',
+    {
+      schema: {
+        summary: "Send the wallet's events again from an event id",
+        description: [
+          'For a receiver that lost what it had stored: the events from `from_event_id` on are POSTed again, in',
+          'order, starting now (a retry wait is cut short), with their own event ids (deduplicate by',
+          '`X-Service-Event-Id` as for any retry). Any event the log still holds can be asked for, up to the next',
+          'one not yet delivered (that one: nothing is sent twice, delivery is only started now). Answers the',
+          'status, `delivered_through` = `from_event_id` − 1.',
+        ].join(' '),
+        tags: ['wallet'],
+        headers: WalletHeaders,
+        body: RedeliverBody,
+        response: {
+          200: ref,
+          400: errorResponses[400],
+          401: errorResponses[401],
+          404: errorResponses[404],
+          409: Type.Ref('WalletErrorEnvelope', {
+            description:
+              'the wallet has no webhook, or the id is outside what can be sent again (code 1022; the message gives the range)',
+          }),
+        },
+      },
+    },
+    async (req, reply) => {
+      const w = walletOf(req, reply);
+      if (!w) return reply;
+      const why = webhooks.redeliver(w.wallet, w.dir, (req.body as { from_event_id: number }).from_event_id);
+      if (why) throw E.WEBHOOK_REDELIVER_REFUSED.create(why);
       return webhooks.status(w.wallet, w.dir);
     },
   );

@@ -238,6 +238,75 @@ describe('wallet webhooks', () => {
     expect(h.status(WALLET, dir).url).toBeNull();
   });
 
+  it('redelivers from an event id: again, in order, with the same event ids; refused without a webhook and outside what the log holds up to the next undelivered event', async () => {
+    const port = await freePort();
+    const r = await receiver(port);
+    const h = open();
+    await h.start();
+    expect(h.redeliver(WALLET, dir, 1)).toMatch(/no webhook/);
+    await h.set(WALLET, dir, `http://127.0.0.1:${port}/hook`);
+    emit('x1', 'x2', 'x3');
+    await until('three', () => h.status(WALLET, dir).pending === 0 && r.got.length === 3);
+    expect(h.redeliver(WALLET, dir, 2)).toBeUndefined();
+    await until('again', () => r.got.length === 5 && h.status(WALLET, dir).pending === 0);
+    expect(r.got.map((g) => [g.headers['x-service-event-id'], JSON.parse(g.body).txid])).toEqual([
+      [`${WALLET}-1`, 'x1'],
+      [`${WALLET}-2`, 'x2'],
+      [`${WALLET}-3`, 'x3'],
+      [`${WALLET}-2`, 'x2'],
+      [`${WALLET}-3`, 'x3'],
+    ]);
+    expect(h.status(WALLET, dir)).toMatchObject({ delivered_through: 3, pending: 0 });
+    // The range: from the oldest event held to the next one not yet delivered (4: starts delivery, sends nothing).
+    expect(h.redeliver(WALLET, dir, 0)).toMatch(/between 1 .* and 4 .*got 0/);
+    expect(h.redeliver(WALLET, dir, 5)).toMatch(/between 1 .* and 4 .*got 5/);
+    expect(h.redeliver(WALLET, dir, 4)).toBeUndefined();
+    await new Promise((res) => setTimeout(res, 200));
+    expect(r.got).toHaveLength(5);
+    // Events the retention dropped cannot be asked for.
+    expect(events.logOf(WALLET, dir).prune(Date.now() + 86_400_000)).toBe(2);
+    expect(h.redeliver(WALLET, dir, 2)).toMatch(/between 3 .*got 2/);
+    expect(h.redeliver(WALLET, dir, 3)).toBeUndefined();
+    await until('event 3 a third time', () => r.got.length === 6);
+    expect(r.got[5]!.headers['x-service-event-id']).toBe(`${WALLET}-3`);
+    await r.close();
+  });
+
+  it('a redelivery asked for while an attempt is in flight: the late 2xx does not skip the events asked for', async () => {
+    const port = await freePort();
+    const got: string[] = [];
+    let hold: (() => void) | undefined;
+    const held = new Promise<void>((ok) => {
+      hold = ok;
+    });
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const id = String(req.headers['x-service-event-id']);
+        got.push(id);
+        // The first delivery of event 3 is answered only once the test says so.
+        if (id === `${WALLET}-3` && got.filter((g) => g === id).length === 1)
+          void held.then(() => res.writeHead(200).end());
+        else res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((ok) => server.listen(port, '127.0.0.1', () => ok()));
+    const h = open();
+    await h.start();
+    await h.set(WALLET, dir, `http://127.0.0.1:${port}/hook`);
+    emit('y1', 'y2', 'y3');
+    await until('event 3 in flight', () => got.length === 3);
+    expect(h.redeliver(WALLET, dir, 1)).toBeUndefined();
+    hold!();
+    await until('everything again', () => got.length === 6 && h.status(WALLET, dir).pending === 0);
+    const ids = got.map((g) => Number(g.split('-')[1]));
+    expect(ids).toEqual([1, 2, 3, 1, 2, 3]);
+    await new Promise<void>((ok) => {
+      server.close(() => ok());
+      server.closeAllConnections();
+    });
+  });
+
   it('the retention keeps undelivered events (up to max pending) and drops them once delivered', async () => {
     const port = await freePort();
     const h = open({ maxPending: 100 });

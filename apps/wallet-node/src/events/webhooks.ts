@@ -65,6 +65,8 @@ interface WebhookFile {
   skipped: number;
   /** `config`: the node's `wallet.webhook_url` (absent: set by the wallet with `POST /wallet/webhook`). */
   origin?: 'config';
+  /** Counts `POST /wallet/webhook/redeliver`: an attempt in flight across one does not move `delivered_through`. */
+  replays?: number;
 }
 
 /** `GET /wallet/webhook`'s answer (declared in the contracts, shared with the SDK). */
@@ -278,6 +280,34 @@ export class WalletWebhooks {
   }
 
   /**
+   * Sends the events from `fromId` on again (a receiver that lost what it had stored): `delivered_through` goes
+   * back to `fromId - 1` and delivery starts now, retry waits included. Only events the log still holds, up to
+   * the next undelivered one, can be asked for; receivers deduplicate by `X-Service-Event-Id` as for any retry.
+   * Returns why it is refused, if it is.
+   */
+  redeliver(wallet: string, dir: string, fromId: number): string | undefined {
+    const f =
+      readWebhookFile(dir) ??
+      (this.#o.defaultUrl === undefined ? undefined : this.#applyConfig(wallet, dir, undefined, 'whole-log'));
+    if (!f) return 'this wallet has no webhook (POST /wallet/webhook sets one)';
+    const log = this.#o.events.logOf(wallet, dir);
+    const first = log.prunedThrough + 1;
+    const last = Math.min(f.delivered_through + 1, log.lastId + 1);
+    if (fromId < first || fromId > last)
+      return `from_event_id must be between ${first} (the oldest event the log still holds) and ${last} (the next one not yet delivered); got ${fromId}`;
+    if (fromId <= f.delivered_through) {
+      f.delivered_through = fromId - 1;
+      f.replays = (f.replays ?? 0) + 1;
+      saveWebhookFile(dir, f);
+      this.#o.log.info({ wallet, from: fromId }, 'wallet webhook: redelivery asked for');
+    }
+    const d = this.#deliveries.get(wallet);
+    if (d) resetRetry(d);
+    this.kick(wallet, dir);
+    return undefined;
+  }
+
+  /**
    * Removes the wallet's own webhook; true if it had one. Where the node has `wallet.webhook_url`, that applies
    * again from the wallet's next event; the node's own webhook is not the wallet's to remove (false, untouched).
    */
@@ -389,7 +419,7 @@ export class WalletWebhooks {
       if (!ok) return;
       // Recorded only after the 2xx, and only if the webhook is still the same one (not changed meanwhile).
       const now = readWebhookFile(d.dir);
-      if (!now || now.url !== f.url || now.since !== f.since) continue;
+      if (!now || now.url !== f.url || now.since !== f.since || now.replays !== f.replays) continue;
       now.delivered_through = event.id;
       saveWebhookFile(d.dir, now);
       resetRetry(d);

@@ -386,6 +386,17 @@ export class WalletNodeClient {
   async webhook(): Promise<WalletWebhookStatus> {
     return this.#send('GET', '/wallet/webhook');
   }
+  /**
+   * `POST /wallet/webhook/redeliver`: the events from `fromEventId` on are sent again now (a receiver that lost
+   * what it stored), with their own event ids. Refused (`WalletNodeError`, code 1022) without a webhook or for an
+   * id the log no longer holds or not yet delivered; the error's message gives the range.
+   *
+   * @example
+   * const { delivered_through } = await node.redeliverWebhook(1); // every event the log holds, again
+   */
+  redeliverWebhook(fromEventId: number): Promise<WalletWebhookStatus> {
+    return this.#post('/wallet/webhook/redeliver', Bare, { from_event_id: fromEventId });
+  }
   /** `DELETE /wallet/webhook`; `removed: false` when there was none. */
   async deleteWebhook(): Promise<{ removed: boolean }> {
     return this.#send('DELETE', '/wallet/webhook');
