@@ -107,13 +107,8 @@ export class Cluster {
     return bigintNumber(r.rows[0]!.now);
   }
 
-  /**
-   * Registers this instance, then refuses to run beside an earlier live instance that it cannot
-   * share the database with (SQLite; another driver; the local driver on another machine).
-   */
-  async join(): Promise<void> {
-    const sent = performance.now();
-    const now = await this.dbNow();
+  /** This instance's row in `cloud_instances`, its lease starting at `now` (database clock). */
+  private async register(now: number): Promise<void> {
     await this.o.db
       .insertInto('cloud_instances')
       .values({
@@ -128,6 +123,16 @@ export class Cluster {
         lease_until: now + this.o.leaseMs,
       })
       .execute();
+  }
+
+  /**
+   * Registers this instance, then refuses to run beside an earlier live instance that it cannot
+   * share the database with (SQLite; another driver; the local driver on another machine).
+   */
+  async join(): Promise<void> {
+    const sent = performance.now();
+    const now = await this.dbNow();
+    await this.register(now);
     this.validUntil = sent + this.o.leaseMs * 0.8;
     this.joined = true;
     await this.expireDeadNeighbours();
@@ -215,20 +220,7 @@ export class Cluster {
     if (renewed.length === 0) {
       // Our row was removed (taken for dead): register again; nodes already claimed stay with their new owner.
       this.o.logger.warn({ instance: this.id }, 'cluster registration lost; registering again');
-      await this.o.db
-        .insertInto('cloud_instances')
-        .values({
-          id: this.id,
-          name: this.name,
-          host_key: this.host,
-          pid: process.pid,
-          pid_start: processStart(process.pid),
-          driver: this.o.driver,
-          started_at: now,
-          heartbeat_at: now,
-          lease_until: now + this.o.leaseMs,
-        })
-        .execute();
+      await this.register(now);
     }
     this.validUntil = sent + this.o.leaseMs * 0.8;
     await this.expireDeadNeighbours();

@@ -8,10 +8,11 @@ import {
   btcSignerNetwork,
   buildHtlc,
   buildHtlcClaimTx,
-  ElectrumConnection,
+  type ElectrumConnection,
   ElectrumServerError,
   type ElectrumUtxo,
   parseTx,
+  ReconnectingElectrum,
   scriptHash,
 } from '@rgbx/chains/btc';
 import { Address, OutScript, p2tr, Transaction, utils } from '@scure/btc-signer';
@@ -145,8 +146,6 @@ export class BitcoinWallet implements ChainWallet {
   readonly #xonly: Uint8Array;
   readonly #script: Uint8Array;
   readonly #scripthash: string;
-  readonly #url: string;
-  readonly #timeoutMs: number;
   readonly #fallbackRate: bigint;
   readonly #maxRate: bigint;
   readonly #target: number;
@@ -155,8 +154,7 @@ export class BitcoinWallet implements ChainWallet {
   readonly #reserved = new Map<string, string>();
   /** Transactions this instance signed or was told about: their unconfirmed outputs count as own. */
   readonly #signed = new Map<string, string[]>();
-  #conn: ElectrumConnection | undefined;
-  #connecting: Promise<ElectrumConnection> | undefined;
+  readonly #electrum: ReconnectingElectrum;
   /** Serializes coin selection, so concurrent payments never pick the same UTXO. */
   #lock: Promise<unknown> = Promise.resolve();
 
@@ -172,8 +170,10 @@ export class BitcoinWallet implements ChainWallet {
     this.address = pay.address;
     this.#script = pay.script;
     this.#scripthash = scriptHash(pay.script);
-    this.#url = opts.electrumUrl;
-    this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#electrum = new ReconnectingElectrum(opts.electrumUrl, {
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      clientName: 'rgbx-resolver',
+    });
     this.#fallbackRate = toRate(opts.feeRateSatVb ?? 2n, 'feeRateSatVb');
     this.#maxRate = toRate(opts.maxFeeRateSatVb ?? 500n, 'maxFeeRateSatVb');
     this.#target = opts.confirmationTarget ?? 2;
@@ -409,10 +409,8 @@ export class BitcoinWallet implements ChainWallet {
     return { state: 'unknown' };
   }
 
-  async close(): Promise<void> {
-    this.#conn?.close();
-    this.#conn = undefined;
-    await this.#connecting?.then((c) => c.close()).catch(() => {});
+  close(): Promise<void> {
+    return this.#electrum.close();
   }
 
   async #settle(tx: SignedTx, height: number): Promise<TxState> {
@@ -500,26 +498,6 @@ export class BitcoinWallet implements ChainWallet {
   }
 
   async #call<T>(fn: (c: ElectrumConnection) => Promise<T>): Promise<T> {
-    return fn(await this.#connect());
-  }
-
-  /** One lazily opened connection, reopened after a failure. */
-  #connect(): Promise<ElectrumConnection> {
-    if (this.#conn && !this.#conn.closed) return Promise.resolve(this.#conn);
-    this.#connecting ??= ElectrumConnection.connect(this.#url, {
-      timeoutMs: this.#timeoutMs,
-      clientName: 'rgbx-resolver',
-    }).then(
-      (c) => {
-        this.#conn = c;
-        this.#connecting = undefined;
-        return c;
-      },
-      (err: unknown) => {
-        this.#connecting = undefined;
-        throw err;
-      },
-    );
-    return this.#connecting;
+    return fn(await this.#electrum.get());
   }
 }

@@ -1,15 +1,15 @@
 /**
  * The service's Bitcoin reads and broadcasts over Electrum: UTXOs of the user's address, broadcasts, and
- * on-chain checks of reported transactions. The protocol is `@rgbx/chains/btc`'s {@link ElectrumConnection};
+ * on-chain checks of reported transactions. The protocol is `@rgbx/chains/btc`'s `ElectrumConnection` (through its `ReconnectingElectrum`);
  * this keeps one lazily opened connection (re-opened after a failure) and maps its errors to
  * {@link IndexerError}, whose `isTransport` the gateway turns into "upstream unavailable".
  */
 import {
-  ElectrumConnection,
   type ElectrumHistoryEntry,
   ElectrumServerError,
   type ElectrumUtxo,
   parseElectrumUrl,
+  ReconnectingElectrum,
 } from '@rgbx/chains/btc';
 
 export type { ElectrumHistoryEntry, ElectrumUtxo } from '@rgbx/chains/btc';
@@ -38,9 +38,7 @@ function toIndexerError(err: unknown): IndexerError {
 
 export class ElectrumClient {
   readonly url: string;
-  readonly #timeoutMs: number;
-  #conn: ElectrumConnection | undefined;
-  #connecting: Promise<ElectrumConnection> | undefined;
+  readonly #electrum: ReconnectingElectrum;
 
   constructor(url: string, opts: { timeoutMs?: number } = {}) {
     try {
@@ -49,32 +47,16 @@ export class ElectrumClient {
       throw new IndexerError(`electrum url must be tcp://host:port, got ${url}`, undefined, { cause: err });
     }
     this.url = url;
-    this.#timeoutMs = opts.timeoutMs ?? 10_000;
-  }
-
-  #connect(): Promise<ElectrumConnection> {
-    if (this.#conn && !this.#conn.closed) return Promise.resolve(this.#conn);
-    this.#connecting ??= ElectrumConnection.connect(this.url, {
-      timeoutMs: this.#timeoutMs,
+    this.#electrum = new ReconnectingElectrum(url, {
+      timeoutMs: opts.timeoutMs ?? 10_000,
       clientName: 'rgbx-swap',
       maxLineBytes: 16 * 1024 * 1024,
-    }).then(
-      (c) => {
-        this.#conn = c;
-        this.#connecting = undefined;
-        return c;
-      },
-      (err: unknown) => {
-        this.#connecting = undefined;
-        throw err;
-      },
-    );
-    return this.#connecting;
+    });
   }
 
   async request<T>(method: string, params: unknown[] = []): Promise<T> {
     try {
-      const c = await this.#connect();
+      const c = await this.#electrum.get();
       return await c.request<T>(method, params);
     } catch (err) {
       throw toIndexerError(err);
@@ -98,9 +80,7 @@ export class ElectrumClient {
   }
 
   close(): void {
-    this.#conn?.close();
-    this.#conn = undefined;
     // A connection still being opened is closed as soon as it is up (the next request opens a new one).
-    this.#connecting?.then((c) => c.close()).catch(() => {});
+    void this.#electrum.close();
   }
 }

@@ -11,6 +11,7 @@ import {
   ElectrumUnavailableError,
   electrumRequest,
   parseElectrumUrl,
+  ReconnectingElectrum,
 } from './electrum.ts';
 
 interface Req {
@@ -140,6 +141,33 @@ describe('electrum client (against an in-test stand-in TCP server)', () => {
     const err = (await c.request('x').catch((e) => e)) as Error;
     expect(err).toBeInstanceOf(ElectrumUnavailableError);
     expect(err.message).toMatch(/connection closed/);
+  });
+
+  it('ReconnectingElectrum: callers at once share one connect; a dropped connection is opened anew; close ends it', async () => {
+    const s = await standIn((req) => version(req) ?? ok(req.id, req.method));
+    const e = new ReconnectingElectrum(s.url, { clientName: 'lazy' });
+    const [a, b] = await Promise.all([e.get(), e.get()]);
+    expect(a).toBe(b);
+    expect(s.sockets).toHaveLength(1);
+    expect(await a.request('one')).toBe('one');
+    s.sockets[0]!.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(a.closed).toBe(true);
+    const c = await e.get();
+    expect(c).not.toBe(a);
+    expect(await c.request('two')).toBe('two');
+    expect(s.sockets).toHaveLength(2);
+    // close() ends the open connection, and one still being opened once it is up.
+    await e.close();
+    expect(c.closed).toBe(true);
+    const opening = e.get();
+    await e.close();
+    expect((await opening).closed).toBe(true);
+    expect(s.sockets).toHaveLength(3);
+    // A failed connect is not kept: the next get() tries again.
+    const bad = new ReconnectingElectrum('tcp://127.0.0.1:1', { timeoutMs: 500 });
+    await expect(bad.get()).rejects.toBeInstanceOf(ElectrumUnavailableError);
+    await expect(bad.get()).rejects.toBeInstanceOf(ElectrumUnavailableError);
   });
 
   it('refuses a server that does not answer server.version with a pair, and garbled replies', async () => {

@@ -401,6 +401,51 @@ export class ElectrumConnection {
 }
 
 /**
+ * A service's long-lived Electrum connection: opened when first needed, opened again after it failed or
+ * closed; callers at the same moment share one connect.
+ *
+ * @example
+ * const electrum = new ReconnectingElectrum('tcp://127.0.0.1:50001', { clientName: 'rgbx-swap' });
+ * const tip = await (await electrum.get()).headersSubscribe();
+ * await electrum.close();
+ */
+export class ReconnectingElectrum {
+  readonly url: string;
+  readonly #opts: ElectrumOptions;
+  #conn: ElectrumConnection | undefined;
+  #connecting: Promise<ElectrumConnection> | undefined;
+
+  constructor(url: string, opts: ElectrumOptions = {}) {
+    this.url = url;
+    this.#opts = opts;
+  }
+
+  /** The open connection, or a new one. */
+  get(): Promise<ElectrumConnection> {
+    if (this.#conn && !this.#conn.closed) return Promise.resolve(this.#conn);
+    this.#connecting ??= ElectrumConnection.connect(this.url, this.#opts).then(
+      (c) => {
+        this.#conn = c;
+        this.#connecting = undefined;
+        return c;
+      },
+      (err: unknown) => {
+        this.#connecting = undefined;
+        throw err;
+      },
+    );
+    return this.#connecting;
+  }
+
+  /** Closes the connection; one still being opened is closed once it is up (a later `get()` opens anew). */
+  async close(): Promise<void> {
+    this.#conn?.close();
+    this.#conn = undefined;
+    await this.#connecting?.then((c) => c.close()).catch(() => {});
+  }
+}
+
+/**
  * Connects, negotiates, sends one request and closes.
  *
  * @example

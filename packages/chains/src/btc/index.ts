@@ -15,6 +15,7 @@ export {
   ElectrumUnavailableError,
   electrumRequest,
   parseElectrumUrl,
+  ReconnectingElectrum,
 } from './electrum.ts';
 export type { FundingPsbt, FundingPsbtParams, Prevout, UserInputKind, UserUtxo } from './funding.ts';
 export {
