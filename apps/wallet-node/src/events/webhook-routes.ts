@@ -1,8 +1,8 @@
 /**
  * The wallet webhook routes (webhooks.ts does the delivering): `POST /wallet/webhook {url}` sets the calling
- * wallet's webhook, `GET /wallet/webhook` says how delivery goes, `POST /wallet/webhook/redeliver {from_event_id}` sends events
- * again, `DELETE /wallet/webhook` removes it, and
- * `GET /wallet/webhook/public-key` gives the key that verifies the signatures (no identity needed: it is public).
+ * wallet's webhook, `GET /wallet/webhook` says how delivery goes, `POST /wallet/webhook/redeliver
+ * {from_event_id}` sends events again, `DELETE /wallet/webhook` removes it, and `GET /wallet/webhook/public-key`
+ * gives the key that verifies the signatures (no identity needed: it is public).
  */
 import { WalletWebhookStatus } from '@rgbx/contracts/wallet-node';
 import { type FastifyReply, type FastifyRequest, type ServiceApp, Type } from '@rgbx/service-kit';
@@ -129,7 +129,8 @@ export function registerWebhookRoutes(app: ServiceApp, deps: WebhookRouteDeps): 
         description: [
           'For a receiver that lost what it had stored: the events from `from_event_id` on are POSTed again, in',
           'order, starting now (a retry wait is cut short), with their own event ids (deduplicate by',
-          '`X-Service-Event-Id` as for any retry). Any event the log still holds can be asked for, up to the next',
+          '`X-Service-Event-Id` as for any retry). Any event the log still holds (at most',
+          '`wallet.webhook_max_pending_events` back) can be asked for, up to the next',
           'one not yet delivered (that one: nothing is sent twice, delivery is only started now). Answers the',
           'status, `delivered_through` = `from_event_id` − 1.',
         ].join(' '),

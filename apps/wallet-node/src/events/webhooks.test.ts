@@ -270,6 +270,21 @@ describe('wallet webhooks', () => {
     await until('event 3 a third time', () => r.got.length === 6);
     expect(r.got[5]!.headers['x-service-event-id']).toBe(`${WALLET}-3`);
     await r.close();
+    // No further back than the retention holds undelivered events (max pending), or the log could drop them.
+    const h2 = open({ maxPending: 2 });
+    await h2.start();
+    emit('x4', 'x5', 'x6');
+    // Delivered through 3 (the receiver is gone), 4-6 pending, 2 at most held back: nothing delivered is held.
+    expect(h2.redeliver(WALLET, dir, 3)).toMatch(/can only be 4 .*got 3/);
+    expect(h2.status(WALLET, dir).delivered_through).toBe(3);
+    const r2 = await receiver(port);
+    expect(h2.redeliver(WALLET, dir, 4)).toBeUndefined(); // starts delivery now
+    await until('4-6 delivered', () => h2.status(WALLET, dir).pending === 0);
+    expect(r2.got.map((g) => g.headers['x-service-event-id'])).toEqual(
+      [4, 5, 6].map((i) => `${WALLET}-${i}`),
+    );
+    expect(h2.redeliver(WALLET, dir, 4)).toMatch(/between 5 .* and 7 .*got 4/);
+    await r2.close();
   });
 
   it('a redelivery asked for while an attempt is in flight: the late 2xx does not skip the events asked for', async () => {

@@ -291,10 +291,15 @@ export class WalletWebhooks {
       (this.#o.defaultUrl === undefined ? undefined : this.#applyConfig(wallet, dir, undefined, 'whole-log'));
     if (!f) return 'this wallet has no webhook (POST /wallet/webhook sets one)';
     const log = this.#o.events.logOf(wallet, dir);
-    const first = log.prunedThrough + 1;
+    // No further back than the retention holds undelivered events (`wallet.webhook_max_pending_events`): past
+    // that the log could drop what was asked for before it is sent again.
+    const first = Math.max(log.prunedThrough + 1, log.lastId - this.#o.maxPendingEvents + 1, 1);
     const last = Math.min(f.delivered_through + 1, log.lastId + 1);
-    if (fromId < first || fromId > last)
-      return `from_event_id must be between ${first} (the oldest event the log still holds) and ${last} (the next one not yet delivered); got ${fromId}`;
+    // `last` itself only starts delivery now (nothing goes back): always allowed.
+    if (fromId !== last && (fromId < first || fromId > last))
+      return first < last
+        ? `from_event_id must be between ${first} (the oldest event the log still holds, at most wallet.webhook_max_pending_events back) and ${last} (the next one not yet delivered); got ${fromId}`
+        : `from_event_id can only be ${last} (the next one not yet delivered: nothing delivered is still held to be sent again); got ${fromId}`;
     if (fromId <= f.delivered_through) {
       f.delivered_through = fromId - 1;
       f.replays = (f.replays ?? 0) + 1;
