@@ -167,6 +167,8 @@ class FakeWallet implements ChainWallet {
   readonly claims: { intent: IntentView; preimage: string }[] = [];
   readonly deposits: IntentView[] = [];
   readonly broadcasts: SignedTx[] = [];
+  /** Transactions the engine dropped unsent and gave back (`release`). */
+  readonly released: string[] = [];
   onBroadcast: ((tx: SignedTx) => Promise<void>) | undefined;
   readonly prefix: string;
   #n = 0;
@@ -208,6 +210,9 @@ class FakeWallet implements ChainWallet {
   }
   async status(tx: SignedTx): Promise<TxState> {
     return this.states.get(tx.txid) ?? { state: 'unknown' };
+  }
+  release(tx: SignedTx): void {
+    this.released.push(tx.txid);
   }
 }
 
@@ -545,6 +550,8 @@ describe('FillEngine with fake service and wallets', () => {
       expect(r.evm.broadcasts).toEqual([]);
       expect(r.evm.payments).toEqual([]);
       expect(await latestTx(r.store.db, 'intent-1', 'payment')).toMatchObject({ state: 'dead' });
+      // Given back: the wallet's next transaction takes its nonce (no gap holding the later ones).
+      expect(r.evm.released).toEqual(['stored']);
       expect(await loadFill(r.store.db, 'intent-1')).toMatchObject({ state: 'abandoned' });
     });
 
@@ -567,6 +574,7 @@ describe('FillEngine with fake service and wallets', () => {
       await r.engine.recover();
       await r.engine.idle();
       expect(r.evm.broadcasts).toEqual([]);
+      expect(r.evm.released).toEqual(['stored']);
     });
 
     it('pays at exactly deadline − safety (the boundary is not late)', async () => {

@@ -169,7 +169,8 @@ export class FillEngine {
   /**
    * A payment signed before a crash and never seen by its network is not sent once it is too late (the
    * intent no longer waits for it, or its deadline is within `fill.safety_secs`): it is marked dead and
-   * not tracked, so the wallet's next transaction takes its nonce / inputs and it can never be included.
+   * released (not tracked), so the wallet's next transaction takes its nonce / inputs and it can never be
+   * included.
    */
   async #abandonUnsent(t: StoredTx): Promise<boolean> {
     if (t.role !== 'payment' || t.state !== 'signed') return false;
@@ -179,6 +180,7 @@ export class FillEngine {
     const late = this.#now() > (view.deadline_secs - this.#d.cfg.fill.safety_secs) * 1000;
     if (rec(view).status === 'UserDeposited' && !late) return false;
     await setTxState(this.#d.db, t, 'dead');
+    w.release?.(t);
     this.#d.metrics?.tx(t.networkId, t.role, 'dead');
     this.#d.log.warn(
       { intent: t.intentId, txid: t.txid },
@@ -412,6 +414,7 @@ export class FillEngine {
     if (late && t.state === 'signed' && (await w.status(t)).state === 'unknown') {
       // Signed before a crash and never sent: too late to send now. Only this process holds the bytes.
       await setTxState(this.#d.db, t, 'dead');
+      w.release?.(t); // its nonce / inputs go to the next transaction
       this.#d.metrics?.tx(t.networkId, t.role, 'dead');
       return this.#finish(view, 'abandoned', 'deadline too close to send the stored payment');
     }

@@ -184,6 +184,24 @@ describe('BitcoinWallet on the devnet', () => {
     expect((await verbose(b.txid)).confirmations).toBe(1);
   });
 
+  it('release: a payment dropped unsent frees its inputs for the next payment', async () => {
+    const { w } = await funded('0.001');
+    const to = await payee();
+    const dropped = await w.signPayment({ intentId: randomUUID(), token: 'BTC', to, amount: 50_000n });
+    expect(await w.balance('BTC')).toBe(0n); // the only UTXO is promised
+    await expect(
+      w.signPayment({ intentId: randomUUID(), token: 'BTC', to, amount: 50_000n }),
+    ).rejects.toThrow(/insufficient/i);
+    w.release(dropped);
+    expect(await w.balance('BTC')).toBe(100_000n);
+    const next = await w.signPayment({ intentId: randomUUID(), token: 'BTC', to, amount: 60_000n });
+    expect(String(next.meta.inputs)).toBe(String(dropped.meta.inputs));
+    await w.broadcast(next);
+    await devnet.mine(1);
+    expect(await w.status(next)).toEqual({ state: 'confirmed', confirmations: 1 });
+    expect(await w.status(dropped)).toEqual({ state: 'dead' });
+  });
+
   it('a transaction whose input another transaction spent is dead once that one is mined', async () => {
     const { w, key } = await funded('0.001');
     const to = await payee();
@@ -211,10 +229,11 @@ describe('BitcoinWallet on the devnet', () => {
     const p = await w.signPayment({ intentId: randomUUID(), token: 'BTC', to: f.address, amount: 50_000n });
     await w.broadcast(p);
     await devnet.mine(1);
-    // Spend both of p's outputs: w's change and f's payment.
+    // Spend both of p's outputs: w's change and f's payment (amounts leave room for the fee the node
+    // estimates, which the earlier tests' blocks move: ~20 sat/vB after them).
     const to = await payee();
-    const q = await w.signPayment({ intentId: randomUUID(), token: 'BTC', to, amount: 45_000n });
-    const r = await f.signPayment({ intentId: randomUUID(), token: 'BTC', to, amount: 45_000n });
+    const q = await w.signPayment({ intentId: randomUUID(), token: 'BTC', to, amount: 40_000n });
+    const r = await f.signPayment({ intentId: randomUUID(), token: 'BTC', to, amount: 40_000n });
     expect([q.meta.inputs, r.meta.inputs]).toEqual([`${p.txid}:1`, `${p.txid}:0`]);
     await w.broadcast(q);
     await f.broadcast(r);

@@ -361,6 +361,11 @@ export class BitcoinWallet implements ChainWallet {
     for (const o of inputs) this.#reserved.set(o, tx.txid);
   }
 
+  /** A stored transaction dropped unsent: its inputs can be selected again. */
+  release(tx: SignedTx): void {
+    this.#release(tx.txid);
+  }
+
   async broadcast(tx: SignedTx): Promise<void> {
     if (parseTx(Buffer.from(tx.raw, 'hex')).txid !== tx.txid)
       throw new Error(`raw transaction is not ${tx.txid}`);

@@ -312,6 +312,33 @@ describe('EvmWallet', () => {
     expect((await wallet.status(next)).state).toBe('confirmed');
   });
 
+  it('release: a payment dropped unsent gives its nonce back; the next transaction takes it and lands, the dropped one is dead', async () => {
+    const before = await tokenBalance(recipient);
+    const nonce = await accountNonce(wallet.address);
+    const dropped = await wallet.signPayment({ intentId: nextUuid(), token, to: recipient, amount: 30n });
+    expect(dropped.meta.nonce).toBe(Number(nonce));
+    // Without release, the next one would take nonce + 1 and wait behind the gap.
+    const held = await wallet.signPayment({ intentId: nextUuid(), token, to: recipient, amount: 40n });
+    expect(held.meta.nonce).toBe(Number(nonce) + 1);
+    wallet.release(held);
+    wallet.release(dropped);
+    const next = await wallet.signPayment({ intentId: nextUuid(), token, to: recipient, amount: 50n });
+    expect(next.meta.nonce).toBe(Number(nonce));
+    await land(wallet, next);
+    expect(await wallet.status(dropped)).toEqual({ state: 'dead' });
+    expect(await tokenBalance(recipient)).toBe(before + 50n);
+    // Released out of order: the lower free nonce is taken first (the gap is filled, never skipped).
+    const a = await wallet.signPayment({ intentId: nextUuid(), token, to: recipient, amount: 1n });
+    const b = await wallet.signPayment({ intentId: nextUuid(), token, to: recipient, amount: 2n });
+    expect([a.meta.nonce, b.meta.nonce]).toEqual([Number(nonce) + 1, Number(nonce) + 2]);
+    wallet.release(a);
+    const c = await wallet.signPayment({ intentId: nextUuid(), token, to: recipient, amount: 3n });
+    expect(c.meta.nonce).toBe(Number(nonce) + 1);
+    for (const tx of [c, b]) await land(wallet, tx);
+    expect(await tokenBalance(recipient)).toBe(before + 55n);
+    expect(await accountNonce(wallet.address)).toBe(nonce + 3n);
+  });
+
   it('deposits a user’s real Permit2 signature into the escrow, then claims it with the preimage', async () => {
     const amount = 777_000n;
     const { intent, preimage } = await evmPermit(wallet.address, 'deposit', amount);

@@ -4,11 +4,13 @@
  * (the key never leaves the process) with an explicit nonce, gas limit, fees and chain id, and returned
  * unsent; `broadcast` sends exactly those bytes and is idempotent (see {@link ChainWallet}).
  *
- * Nonces: signing is serialized inside the wallet and each transaction takes
- * max(`eth_getTransactionCount(address, 'pending')`, last nonce this process signed + 1), so two
- * transactions signed back to back never share a nonce even before the first is broadcast. A signed
- * transaction that is never broadcast leaves a gap that blocks the later ones: the engine stores every
- * signed transaction and broadcasts it (or finds it `dead`) before anything else depends on it.
+ * Nonces: signing is serialized inside the wallet and each transaction takes the lowest nonce from
+ * `eth_getTransactionCount(address, 'pending')` up that this process has not reserved (signed, or
+ * tracked after a start), so two transactions signed back to back never share a nonce even before the
+ * first is broadcast. A signed transaction that is never broadcast leaves a gap that blocks the later
+ * ones: the engine stores every signed transaction and broadcasts it (or finds it `dead`) before anything
+ * else depends on it, and `release`s one it drops unsent, whose nonce the next transaction then takes
+ * (filling the gap).
  */
 import {
   ESCROW_CALL_ABI,
@@ -135,7 +137,8 @@ export class EvmWallet implements ChainWallet {
   readonly #toEvm: (address: string, field: string) => Hex;
   /** Tail of the signing queue: one signature at a time. */
   #signing: Promise<unknown> = Promise.resolve();
-  #lastNonce: bigint | undefined;
+  /** Nonces of transactions this process signed or tracked and did not release (pruned below the pending count). */
+  readonly #reservedNonces = new Set<bigint>();
   #chainChecked = false;
 
   constructor(opts: EvmWalletOptions) {
@@ -305,8 +308,12 @@ export class EvmWallet implements ChainWallet {
    * signed later reuses it (which would kill one of the two).
    */
   track(tx: SignedTx): void {
-    const n = metaNonce(tx);
-    if (this.#lastNonce === undefined || n > this.#lastNonce) this.#lastNonce = n;
+    this.#reservedNonces.add(metaNonce(tx));
+  }
+
+  /** A stored transaction dropped unsent (the network never saw it): its nonce is free for the next one. */
+  release(tx: SignedTx): void {
+    this.#reservedNonces.delete(metaNonce(tx));
   }
 
   async close(): Promise<void> {}
@@ -365,8 +372,10 @@ export class EvmWallet implements ChainWallet {
       const pending = BigInt(
         await this.client.getTransactionCount({ address: this.address, blockTag: 'pending' }),
       );
-      const nonce =
-        this.#lastNonce !== undefined && this.#lastNonce + 1n > pending ? this.#lastNonce + 1n : pending;
+      // Below the pending count a nonce is used (mined or in the pool): no longer ours to keep.
+      for (const n of this.#reservedNonces) if (n < pending) this.#reservedNonces.delete(n);
+      let nonce = pending;
+      while (this.#reservedNonces.has(nonce)) nonce++;
       const common = {
         chainId: Number(this.chainId),
         nonce: Number(nonce),
@@ -384,7 +393,7 @@ export class EvmWallet implements ChainWallet {
               maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
             })
           : await this.#account.signTransaction({ ...common, type: 'legacy', gasPrice: fees.gasPrice });
-      this.#lastNonce = nonce;
+      this.#reservedNonces.add(nonce);
       return { txid: keccak256(raw), raw, meta: { nonce: Number(nonce) } } satisfies SignedTx;
     });
     this.#signing = run.catch(() => undefined);

@@ -77,5 +77,11 @@ export interface ChainWallet {
    * unconfirmed change counts as the wallet's own). Called before anything new is signed.
    */
   track?(tx: SignedTx): void;
+  /**
+   * A stored transaction that will never be sent (dropped unsent as too late; its network does not know it):
+   * its nonce / inputs are free again, so the next transaction takes them (an EVM nonce left reserved would
+   * hold every later transaction behind the gap until a restart).
+   */
+  release?(tx: SignedTx): void;
   close?(): Promise<void>;
 }
