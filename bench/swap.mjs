@@ -480,7 +480,13 @@ function startDevnodeProcess(main) {
   });
   return new Promise((resolve, reject) => {
     let buf = '';
-    child.once('exit', (code) => reject(new Error(`${main} exited with ${code}`)));
+    // Before it is up: the start fails. After: said at once (its own stderr is inherited just above), so a
+    // devnode that dies mid-run is not first seen as a connection error of the next call.
+    child.once('exit', (code, signal) => {
+      const why = `${main} exited with ${code ?? signal}`;
+      reject(new Error(why));
+      process.stderr.write(`bench: ${why}\n`);
+    });
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (d) => {
       buf += d;

@@ -484,9 +484,21 @@ export async function startEvmDevnode(opts: EvmDevnodeOptions = {}): Promise<Evm
           return;
         }
         const out = Array.isArray(body) ? await Promise.all(body.map(handle)) : await handle(body);
+        const text = JSON.stringify(out); // first: a body it cannot write fails before the head is sent
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(out));
-      })();
+        res.end(text);
+      })().catch((e: unknown) => {
+        // A bug in a method's answer (say, a value JSON cannot hold) is that request's error, never the
+        // devnode's end: every test and `npm start` share this one process.
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: -32603, message: (e as Error).message },
+          }),
+        );
+      });
     });
   });
   await new Promise<void>((resolve, reject) => {

@@ -848,8 +848,9 @@ export async function startSolanaDevnode(opts: SolanaDevnodeOptions = {}): Promi
   }
 
   const send = (res: ServerResponse, status: number, body: Json) => {
+    const text = stringifyLossless(body); // first: a body it cannot write fails before the head is sent
     res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(stringifyLossless(body));
+    res.end(text);
   };
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -894,7 +895,16 @@ export async function startSolanaDevnode(opts: SolanaDevnodeOptions = {}): Promi
           return;
         }
         send(res, 200, Array.isArray(body) ? await Promise.all(body.map(handle)) : await handle(body));
-      })();
+      })().catch((e: unknown) => {
+        // A bug in a method's answer is that request's error, never the devnode's end (one process serves all).
+        if (res.headersSent) res.end();
+        else
+          send(res, 500, {
+            jsonrpc: '2.0',
+            error: { code: -32603, message: (e as Error).message },
+            id: null,
+          });
+      });
     });
   });
   await new Promise<void>((resolve, reject) => {
