@@ -9,16 +9,22 @@
  *
  * Needs the build output (`npx tsc -b`).
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
+import { generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt, type WalletNodeClient, WalletNodeError } from '@rgbx/sdk';
 import { Transaction } from '@scure/btc-signer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
+import {
+  type NodeProcess,
+  startNode,
+  stopWalletNodeSuite,
+  walletClient,
+  writeNodeConfig,
+} from './helpers/wallet-node.ts';
 
 const T = 300_000;
 let devnet: Devnet;
@@ -62,15 +68,7 @@ beforeAll(async () => {
   WB = client(B);
 }, T);
 
-afterAll(async () => {
-  try {
-    await node?.stop();
-  } finally {
-    await closeDefaultHost();
-    await devnet?.stop();
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+afterAll(() => stopWalletNodeSuite({ nodes: [node], devnet, root }));
 
 describe('abandoned begins', () => {
   let funded = 0n;

@@ -10,16 +10,16 @@
  *
  * Needs the build output (`npx tsc -b`): the wallet node and the devnet services run as processes.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys, type WitnessVersion } from '@rgbx/rgb';
+import { generateKeys, type Keys, type WitnessVersion } from '@rgbx/rgb';
 import { signPsbt, WalletNodeClient } from '@rgbx/sdk';
 import { Address, OutScript, Transaction } from '@scure/btc-signer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, writeNodeConfig } from './helpers/wallet-node.ts';
+import { type NodeProcess, startNode, stopWalletNodeSuite, writeNodeConfig } from './helpers/wallet-node.ts';
 
 const T = 300_000;
 const SEND = 120_000n;
@@ -32,14 +32,7 @@ beforeAll(async () => {
   devnet = await startDevnet({ dir: join(root, 'devnet') });
 }, T);
 
-afterAll(async () => {
-  try {
-    await closeDefaultHost();
-    await devnet?.stop();
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+afterAll(() => stopWalletNodeSuite({ nodes: [], devnet, root }));
 
 const outpoint = (o: { txid: string; vout: number }) => `${o.txid}:${o.vout}`;
 const REGTEST = { bech32: 'bcrt', pubKeyHash: 0x6f, scriptHash: 0xc4, wif: 0xef };

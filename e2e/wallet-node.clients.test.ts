@@ -7,11 +7,11 @@
  * Settled, a blind one paid with the invoice
  * form, a BTC send confirmed by bitcoind, and a backup restored into a fresh node.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
+import { generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt } from '@rgbx/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -25,7 +25,7 @@ import {
 } from './helpers/client-requests.ts';
 import { type Answer, btcpaySchema, readAsDotnet, typeCheckRgbSdk } from './helpers/client-types.ts';
 import { checkReply } from './helpers/reply-schemas.ts';
-import { type NodeProcess, startNode, writeNodeConfig } from './helpers/wallet-node.ts';
+import { type NodeProcess, startNode, stopWalletNodeSuite, writeNodeConfig } from './helpers/wallet-node.ts';
 
 const T = 300_000;
 let devnet: Devnet;
@@ -190,16 +190,7 @@ beforeAll(async () => {
   keysB = await generateKeys('Regtest', 'Taproot');
 }, T);
 
-afterAll(async () => {
-  try {
-    await fresh?.stop();
-    await node?.stop();
-  } finally {
-    await closeDefaultHost();
-    await devnet?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+afterAll(() => stopWalletNodeSuite({ nodes: [fresh, node], devnet, root: dir }));
 
 describe('wallet node driven by the recorded rgb-sdk and BTCPay plugin requests', () => {
   it(

@@ -11,12 +11,12 @@
  *
  * Needs the build output (`npx tsc -b`).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
+import { generateKeys, type Keys } from '@rgbx/rgb';
 import {
   signPsbt,
   verifyWalletWebhook,
@@ -29,7 +29,13 @@ import {
 import { freePort } from '@rgbx/service-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
+import {
+  type NodeProcess,
+  startNode,
+  stopWalletNodeSuite,
+  walletClient,
+  writeNodeConfig,
+} from './helpers/wallet-node.ts';
 
 const T = 400_000;
 let devnet: Devnet;
@@ -86,13 +92,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const ac of aborts) ac.abort();
-  try {
-    await node?.stop();
-  } finally {
-    await closeDefaultHost();
-    await devnet?.stop();
-    rmSync(root, { recursive: true, force: true });
-  }
+  await stopWalletNodeSuite({ nodes: [node], devnet, root });
 });
 
 it(

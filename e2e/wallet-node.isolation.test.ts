@@ -9,16 +9,22 @@
  *
  * Needs the build output (`npx tsc -b`).
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
+import { generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt } from '@rgbx/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
+import {
+  type NodeProcess,
+  startNode,
+  stopWalletNodeSuite,
+  walletClient,
+  writeNodeConfig,
+} from './helpers/wallet-node.ts';
 
 const T = 300_000;
 const DEADLINE_S = 15;
@@ -56,17 +62,17 @@ beforeAll(async () => {
   others = await Promise.all(Array.from({ length: 6 }, () => generateKeys('Regtest', 'Taproot')));
 }, T);
 
-afterAll(async () => {
-  try {
-    await node?.stop();
-  } finally {
-    for (const s of sockets) s.destroy();
-    blackHole.close();
-    await closeDefaultHost();
-    await devnet?.stop();
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+afterAll(() =>
+  stopWalletNodeSuite({
+    nodes: [node],
+    devnet,
+    root,
+    also: () => {
+      for (const s of sockets) s.destroy();
+      blackHole.close();
+    },
+  }),
+);
 
 it(
   'six wallets keep answering well under a second while one hangs on a black-hole transport endpoint; the hung call ends at its deadline',

@@ -9,16 +9,22 @@
  *
  * Needs the build output (`npx tsc -b`).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
+import { generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt } from '@rgbx/sdk';
 import { pidAlive, waitFor } from '@rgbx/service-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
+import {
+  type NodeProcess,
+  startNode,
+  stopWalletNodeSuite,
+  walletClient,
+  writeNodeConfig,
+} from './helpers/wallet-node.ts';
 
 const T = 300_000;
 let devnet: Devnet;
@@ -78,15 +84,7 @@ beforeAll(async () => {
   B = await generateKeys('Regtest', 'Taproot');
 }, T);
 
-afterAll(async () => {
-  try {
-    await node?.stop();
-  } finally {
-    await closeDefaultHost();
-    await devnet?.stop();
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+afterAll(() => stopWalletNodeSuite({ nodes: [node], devnet, root }));
 
 it(
   'a transfer survives kill -9 of the node after sendbegin and during sendend: completed, no 500, nothing left behind',

@@ -18,12 +18,18 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
+import { generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt } from '@rgbx/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { fixture, replay } from './helpers/client-requests.ts';
 import { eventually, mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
+import {
+  type NodeProcess,
+  startNode,
+  stopWalletNodeSuite,
+  walletClient,
+  writeNodeConfig,
+} from './helpers/wallet-node.ts';
 
 const T = 400_000;
 /** How long the node alone gets to settle a transfer after its restart. */
@@ -155,15 +161,7 @@ beforeAll(async () => {
   };
 }, T);
 
-afterAll(async () => {
-  try {
-    await node?.stop();
-  } finally {
-    await closeDefaultHost();
-    await devnet?.stop();
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+afterAll(() => stopWalletNodeSuite({ nodes: [node], devnet, root }));
 
 it(
   'a node restarted right after sendend (SIGTERM, then kill -9) settles both sides with no client call',

@@ -16,16 +16,22 @@
  *
  * Needs the build output (`npx tsc -b`).
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, type ServiceProcess, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
+import { generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt, type WalletNodeClient, WalletNodeError } from '@rgbx/sdk';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { nodeConnectionsTo, serverSessions, startElectrum } from './helpers/indexer-connections.ts';
 import { eventually, mineAndSync } from './helpers/rgb.ts';
-import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
+import {
+  type NodeProcess,
+  startNode,
+  stopWalletNodeSuite,
+  walletClient,
+  writeNodeConfig,
+} from './helpers/wallet-node.ts';
 
 const T = 400_000;
 const MAX_ONLINE = 6;
@@ -139,16 +145,7 @@ beforeAll(async () => {
   B = await generateKeys('Regtest', 'Taproot');
 }, T);
 
-afterAll(async () => {
-  try {
-    await node?.stop();
-  } finally {
-    await electrum?.stop();
-    await closeDefaultHost();
-    await devnet?.stop();
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+afterAll(() => stopWalletNodeSuite({ nodes: [node], devnet, root, also: () => electrum?.stop() }));
 
 it(
   `${ROTATING + 2} wallets on a budget of ${MAX_ONLINE} online: every call answered 200, never more than ${MAX_ONLINE} online or ${NODE_CONNECTIONS} indexer connections`,

@@ -4,15 +4,15 @@
  * PSBT is signed outside the service. The service is restarted between steps and must lose nothing.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
+import { generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt, WalletNodeClient, WalletNodeError } from '@rgbx/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { watchReplies } from './helpers/reply-schemas.ts';
-import { type NodeProcess, startNode, writeNodeConfig } from './helpers/wallet-node.ts';
+import { type NodeProcess, startNode, stopWalletNodeSuite, writeNodeConfig } from './helpers/wallet-node.ts';
 
 const T = 300_000;
 let devnet: Devnet;
@@ -85,13 +85,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   replies.restore();
-  try {
-    await node?.stop();
-  } finally {
-    await closeDefaultHost();
-    await devnet?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await stopWalletNodeSuite({ nodes: [node], devnet, root: dir });
 });
 
 describe('wallet node on the devnet', () => {

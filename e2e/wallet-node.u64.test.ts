@@ -6,15 +6,21 @@
  * decimal strings (the reply's digits compared as text, so no client parser stands between). Every reply is
  * also checked against its route's response schema.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
-import { closeDefaultHost, generateKeys, type Keys } from '@rgbx/rgb';
+import { generateKeys, type Keys } from '@rgbx/rgb';
 import { signPsbt, type WalletNodeClient } from '@rgbx/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkReply, watchReplies } from './helpers/reply-schemas.ts';
-import { type NodeProcess, startNode, walletClient, writeNodeConfig } from './helpers/wallet-node.ts';
+import {
+  type NodeProcess,
+  startNode,
+  stopWalletNodeSuite,
+  walletClient,
+  writeNodeConfig,
+} from './helpers/wallet-node.ts';
 
 const T = 300_000;
 const P63 = 2n ** 63n; // 9223372036854775808: above 2^53, so a double rounds it
@@ -43,14 +49,8 @@ beforeAll(async () => {
 }, T);
 
 afterAll(async () => {
-  try {
-    replies?.restore();
-    await node?.stop();
-  } finally {
-    await closeDefaultHost();
-    await devnet?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  replies?.restore();
+  await stopWalletNodeSuite({ nodes: [node], devnet, root: dir });
 });
 
 /** A POST with the wallet's headers; the reply's raw text, checked against its route's schema. */

@@ -1,9 +1,9 @@
 /** Starts the wallet node as a real process (its build output) with a generated config. */
 import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type DevnetInfo, spawnService, walletNodeToml } from '@rgbx/devnet';
-import type { Keys } from '@rgbx/rgb';
+import { type Devnet, type DevnetInfo, spawnService, walletNodeToml } from '@rgbx/devnet';
+import { closeDefaultHost, type Keys } from '@rgbx/rgb';
 import { WalletNodeClient } from '@rgbx/sdk';
 
 export const WALLET_NODE_MAIN = resolve(import.meta.dirname, '../../apps/wallet-node/dist/main.js');
@@ -44,4 +44,27 @@ export function walletClient(url: string, k: Keys): WalletNodeClient {
     xpubColored: k.accountXpubColored,
     fingerprint: k.masterFingerprint,
   });
+}
+
+/**
+ * The end of a wallet-node e2e file: the nodes, then what else the test started (`also`), the test's own
+ * rgb-lib host, the devnet and the temp dir, each even if an earlier step failed.
+ */
+export async function stopWalletNodeSuite(parts: {
+  nodes: (NodeProcess | undefined)[];
+  devnet: Devnet | undefined;
+  root: string | undefined;
+  also?: () => unknown;
+}): Promise<void> {
+  try {
+    for (const n of parts.nodes) await n?.stop();
+  } finally {
+    try {
+      await parts.also?.();
+    } finally {
+      await closeDefaultHost();
+      await parts.devnet?.stop();
+      if (parts.root) rmSync(parts.root, { recursive: true, force: true });
+    }
+  }
 }
