@@ -175,11 +175,24 @@ describe('WalletBudget', () => {
     await h.call(b, false);
     await h.call(c, false); // a (LRU) closed for c
     expect(h.closed).toEqual(['a']);
-    h.budget.abandon(7, true);
-    expect(h.budget.stats()).toMatchObject({ open: 3, online: 1 });
-    h.budget.childExited(7);
-    expect(h.budget.stats()).toMatchObject({ open: 2, online: 0 });
+    // Full: no handle may be abandoned (isolation keeps the wallet where it is), online or not.
+    expect(h.budget.canAbandon(false)).toBe(false);
+    expect(h.budget.canAbandon(true)).toBe(false);
     expect(h.violations).toEqual([]);
+
+    // With room: the abandoned handle's seats count until its child exits, and nothing else fits meanwhile.
+    const r = harness(3, 2);
+    await r.call(wallet('a'), false);
+    await r.call(wallet('b'), true);
+    expect(r.budget.canAbandon(true)).toBe(true);
+    r.budget.abandon(7, true);
+    expect(r.budget.stats()).toMatchObject({ open: 3, online: 2 });
+    expect(r.budget.canAbandon(false)).toBe(false);
+    expect(r.budget.tryTake(wallet('c'), false)).toBe(false);
+    r.budget.childExited(7);
+    expect(r.budget.stats()).toMatchObject({ open: 2, online: 1 });
+    expect(r.budget.tryTake(wallet('c'), false)).toBe(true);
+    expect(r.violations).toEqual([]);
   });
 
   it('hands the seats of a dropped context to its successor', () => {

@@ -17,7 +17,8 @@
  * - Waiting calls are served in order, client calls before background work; a client call that gets no seat
  *   within its timeout fails with {@link BudgetWaitTimeout} (503 `wallets_busy`).
  * - A seat being freed by a close still counts as used until the close is done: the limits are never exceeded,
- *   not even for a moment. So do handles abandoned in a busy child (isolation) until that child exits.
+ *   not even for a moment. So do handles abandoned in a busy child (isolation) until that child exits; a wallet is
+ *   moved off a busy child only while the budget has room for its abandoned handle (`canAbandon`).
  *
  * This module is the bookkeeping only (no processes): `close` is given by the wallet registry.
  */
@@ -201,6 +202,14 @@ export class WalletBudget<M> {
   transfer(from: M, to: M): void {
     if (this.#open.delete(from) && !this.#open.has(to)) this.#open.set(to, true);
     if (this.#online.delete(from) && !this.#online.has(to)) this.#online.set(to, true);
+  }
+
+  /**
+   * Whether a handle of an open (and, if `online`, online) wallet can be abandoned now within the limits: its seats
+   * keep counting beside the ones its wallet keeps for reopening elsewhere, so one more of each must be free.
+   */
+  canAbandon(online: boolean): boolean {
+    return this.usedOpen < this.maxOpen && (!online || this.usedOnline < this.maxOnline);
   }
 
   /**

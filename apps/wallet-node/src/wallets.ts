@@ -463,9 +463,19 @@ export class WalletRegistry {
    * is busy: the handle is abandoned there and the old slot tainted (it restarts its child before running
    * anything else), so the stale object never runs again.
    */
-  #move(ctx: WalletContext, to: Slot): void {
+  #move(ctx: WalletContext, to: Slot): boolean {
     const from = ctx.slot;
     const fp = ctx.id.fingerprint;
+    // The abandoned handle keeps its seats (its connections stay in the old child) beside the ones the wallet keeps
+    // to reopen elsewhere: with no room for both, the wallet stays and waits behind the long call (the budget is a
+    // limit, isolation only a latency bound).
+    if (ctx.wallet && !this.#budget.canAbandon(ctx.online)) {
+      this.#log.info(
+        { wallet: fp, from: from.index },
+        'wallet stays on a busy rgb-lib child: the budget is full',
+      );
+      return false;
+    }
     if (ctx.wallet) {
       from.host.abandon(
         ctx.wallet.handle,
@@ -487,6 +497,7 @@ export class WalletRegistry {
     to.adopt(from.takeQueuedOf(fp));
     this.metrics?.walletMoved('isolation');
     this.#log.info({ wallet: fp, from: from.index, to: to.index }, 'wallet moved off a busy rgb-lib child');
+    return true;
   }
 
   /** Calls already queued behind a call that became stuck move with their wallets (checked every tick). */
@@ -504,7 +515,7 @@ export class WalletRegistry {
         if (!ctx || ctx.slot !== slot) continue;
         const to = this.#pool.spareFor(slot, now);
         if (!to) break; // every child is stuck and the pool is full: they wait, as before
-        this.#move(ctx, to);
+        if (!this.#move(ctx, to)) break; // the budget is full: they wait too
       }
     }
   }
