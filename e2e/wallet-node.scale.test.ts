@@ -249,12 +249,21 @@ it(
     expect(seen.connections).toBeLessThanOrEqual(NODE_CONNECTIONS);
     // No request for A or B was made meanwhile: every request since names a rotating wallet (the access log has no
     // identity, so count: rotations × 15 btcbalance + the readiness reads).
-    const since = log
-      .split('\n')
-      .filter((l) => l.includes('"request completed"'))
-      .slice(requestsBefore)
-      .map((l) => JSON.parse(l) as { url: string });
-    expect(since.filter((r) => r.url !== '/readiness').length).toBe(rotations * ROTATING);
+    const walletRequests = () =>
+      log
+        .split('\n')
+        .filter((l) => l.includes('"request completed"'))
+        .slice(requestsBefore)
+        .map((l) => JSON.parse(l) as { url: string })
+        .filter((r) => r.url !== '/readiness').length;
+    // The last call's access log line is written after its answer: wait for it (an extra request still shows).
+    await eventually(
+      'the last access log lines',
+      async () => walletRequests() >= rotations * ROTATING,
+      10_000,
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    expect(walletRequests()).toBe(rotations * ROTATING);
     // Read now (offline calls move nothing): both sides Settled, balances exact.
     const sent = (await a.listTransfers(assetId)).find((t) => t.txid === txid);
     const got = (await b.listTransfers()).find((t) => t.recipient_id === inv.recipient_id);
