@@ -470,7 +470,8 @@ export class WalletRegistry {
     // to reopen elsewhere: with no room for both, the wallet stays and waits behind the long call (the budget is a
     // limit, isolation only a latency bound).
     if (ctx.wallet && !this.#budget.canAbandon(ctx.online)) {
-      this.#log.info(
+      // debug: checked at every call and tick while a child is stuck and the budget full.
+      this.#log.debug(
         { wallet: fp, from: from.index },
         'wallet stays on a busy rgb-lib child: the budget is full',
       );
