@@ -286,9 +286,7 @@ export class WalletWebhooks {
    * Returns why it is refused, if it is.
    */
   redeliver(wallet: string, dir: string, fromId: number): string | undefined {
-    const f =
-      readWebhookFile(dir) ??
-      (this.#o.defaultUrl === undefined ? undefined : this.#applyConfig(wallet, dir, undefined, 'whole-log'));
+    const f = this.#fileOf(wallet, dir);
     if (!f) return 'this wallet has no webhook (POST /wallet/webhook sets one)';
     const log = this.#o.events.logOf(wallet, dir);
     // No further back than the retention holds undelivered events (`wallet.webhook_max_pending_events`): past
@@ -329,13 +327,7 @@ export class WalletWebhooks {
   }
 
   status(wallet: string, dir: string): WebhookStatus {
-    // A wallet with no event yet has no file: the node's webhook applies to it all the same (made now, as at its
-    // first event).
-    const read = readWebhookFile(dir);
-    const f =
-      read === undefined && this.#o.defaultUrl !== undefined
-        ? this.#applyConfig(wallet, dir, undefined, 'whole-log')
-        : read;
+    const f = this.#fileOf(wallet, dir);
     const log = this.#o.events.logOf(wallet, dir);
     const d = this.#deliveries.get(wallet);
     const through = f?.delivered_through ?? log.lastId;
@@ -352,6 +344,16 @@ export class WalletWebhooks {
       last_error: f ? (d?.lastError ?? null) : null,
       next_attempt_at: f && d?.nextAt ? new Date(d.nextAt).toISOString() : null,
     };
+  }
+
+  /**
+   * The webhook that applies to a wallet now: its file; for a wallet with no event yet (no file), the node's
+   * (`wallet.webhook_url`) all the same, made now for its whole log as at its first event.
+   */
+  #fileOf(wallet: string, dir: string): WebhookFile | undefined {
+    const f = readWebhookFile(dir);
+    if (f !== undefined || this.#o.defaultUrl === undefined) return f;
+    return this.#applyConfig(wallet, dir, undefined, 'whole-log');
   }
 
   #holdOf(_wallet: string, dir: string): number | undefined {
