@@ -6,13 +6,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { dumpYaml } from '@kubernetes/client-node';
-import { announceListening, createLogger, runMain, runService } from '@rgbx/service-kit';
+import { announceListening, createLogger, runMain, runService, serveMetrics } from '@rgbx/service-kit';
 import { createToken, listTokens, revokeToken } from './auth/tokens.ts';
 import { type Command, parseCli, USAGE } from './cli.ts';
 import { buildCloud } from './cloud.ts';
 import { type CloudConfig, loadConfig, requireEncryptionKey } from './config.ts';
 import { openCloudDatabase } from './db/open.ts';
-import { startCloudMetricsServer } from './metrics.ts';
 import { backendResolver } from './nodes/backend.ts';
 import { ClusterError } from './nodes/cluster.ts';
 import { k8sSettings, nodeManifests, toClientModel } from './nodes/k8s/index.ts';
@@ -144,9 +143,9 @@ async function main(): Promise<number | undefined> {
     throw err;
   }
   // Its own listener (default 127.0.0.1:9403), before the API: a taken port fails the start.
-  let metricsServer: Awaited<ReturnType<typeof startCloudMetricsServer>>;
+  let metricsServer: Awaited<ReturnType<typeof serveMetrics>>;
   try {
-    metricsServer = await startCloudMetricsServer(cloud.metrics, cfg.metrics);
+    metricsServer = await serveMetrics(cloud.metrics, cfg.metrics);
   } catch (err) {
     await cloud.close();
     process.stderr.write(`rgbx-cloud: ${(err as Error).message}\n`);

@@ -12,8 +12,7 @@
  * node ids only for nodes that have undelivered events (at most `PENDING_NODES_MAX` of them, the ones
  * waiting longest), so a fleet of healthy nodes adds no series.
  */
-import type { Logger, MetricsConfig, MetricsServer } from '@rgbx/service-kit';
-import { ServiceMetrics, serveMetrics } from '@rgbx/service-kit';
+import { type Logger, ServiceMetrics } from '@rgbx/service-kit';
 import { bigintNumber } from '@rgbx/store';
 import type { AttemptOutcome, CloudDb, NodeStatus } from './db/schema.ts';
 
@@ -249,16 +248,4 @@ export class CloudMetrics {
       },
     );
   }
-
-  text(): Promise<string> {
-    return this.kit.text();
-  }
-}
-
-/** `GET /metrics` where `[metrics]` says, or nothing when disabled; a taken port fails the start (`serveMetrics`). */
-export function startCloudMetricsServer(
-  metrics: CloudMetrics,
-  cfg: MetricsConfig,
-): Promise<MetricsServer | undefined> {
-  return serveMetrics(metrics.kit, cfg);
 }

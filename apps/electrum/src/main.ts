@@ -2,9 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { BitcoindRpc } from '@rgbx/chains/btc';
-import { announceListening, createLogger, loadTomlConfig, runMain } from '@rgbx/service-kit';
+import { announceListening, createLogger, loadTomlConfig, runMain, serveMetrics } from '@rgbx/service-kit';
 import { ElectrumConfig } from './config.ts';
-import { ElectrumMetrics, startElectrumMetricsServer } from './metrics.ts';
+import { ElectrumMetrics } from './metrics.ts';
 import { ElectrumServer } from './server.ts';
 
 const USAGE = `usage: rgbx-electrum [-c FILE] [--host H] [--port P] [--bitcoind-url URL] [--rpc-user U] [--rpc-password-env VAR]
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
     ...(metrics ? { metrics } : {}),
   });
   const { host, port, indexMs, height } = await server.start();
-  const metricsServer = metrics ? await startElectrumMetricsServer(metrics, cfg.metrics) : undefined;
+  const metricsServer = metrics ? await serveMetrics(metrics, cfg.metrics) : undefined;
   if (metricsServer) logger.info({ url: metricsServer.url }, 'metrics listening');
   // One machine-readable line on stdout for launchers; logs go through pino.
   announceListening(`tcp://${host}:${port}`, {

@@ -4,7 +4,7 @@
  * methods; anything else is `unknown`) and outcome. The per-method series are created once per method
  * and reused: counting a request allocates nothing.
  */
-import { type MetricsConfig, type MetricsServer, ServiceMetrics, serveMetrics } from '@rgbx/service-kit';
+import { ServiceMetrics } from '@rgbx/service-kit';
 import { ErrorCode } from './errors.ts';
 import { handlers } from './protocol.ts';
 
@@ -125,16 +125,4 @@ export class ElectrumMetrics {
       },
     );
   }
-
-  text(): Promise<string> {
-    return this.kit.text();
-  }
-}
-
-/** `GET /metrics` where `[metrics]` says, or nothing when disabled; a taken port fails the start (`serveMetrics`). */
-export function startElectrumMetricsServer(
-  metrics: ElectrumMetrics,
-  cfg: MetricsConfig,
-): Promise<MetricsServer | undefined> {
-  return serveMetrics(metrics.kit, cfg);
 }

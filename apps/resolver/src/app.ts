@@ -8,11 +8,11 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { ResolverClient, type RfqRequest, rfqHandler } from '@rgbx/sdk';
-import { type Logger, takePidLock } from '@rgbx/service-kit';
+import { type Logger, serveMetrics, takePidLock } from '@rgbx/service-kit';
 import { sql } from 'kysely';
 import type { NetworkConfig, ResolverConfig } from './config.ts';
 import { type CrashPoint, FillEngine } from './engine.ts';
-import { ResolverMetrics, startResolverMetricsServer } from './metrics.ts';
+import { ResolverMetrics } from './metrics.ts';
 import { priceQuote, Reservations } from './pricing.ts';
 import { getKv, openResolverStore, type ResolverStore, setKv } from './store.ts';
 import { BitcoinWallet } from './wallets/bitcoin.ts';
@@ -251,7 +251,7 @@ export async function startResolver(
     for (const p of cfg.pairs)
       tokens.set(`${p.dest_network}/${p.dest_token}`, { network: p.dest_network, token: p.dest_token });
     metrics.watchInventory(wallets, [...tokens.values()], log);
-    const metricsServer = await startResolverMetricsServer(metrics, cfg.metrics);
+    const metricsServer = await serveMetrics(metrics, cfg.metrics);
     if (metricsServer) {
       cleanups.push(() => metricsServer.close());
       log.info({ url: metricsServer.url }, 'metrics listening');

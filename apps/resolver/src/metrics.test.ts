@@ -261,7 +261,7 @@ describe('resolver metrics', () => {
       engine.kick('f-1');
       await engine.idle();
       expect(status.value).toBe('Claimed');
-      const text = await metrics.text();
+      const text = await metrics.kit.text();
       const want: Record<string, number> = {
         'rgbx_resolver_fills_total{transition="accepted",reason="none"}': 1,
         'rgbx_resolver_fills_total{transition="paid",reason="none"}': 1,

@@ -2,15 +2,9 @@
  * The resolver's Prometheus metrics (`rgbx_resolver_…`), listed with their meaning in the README
  * ("Metrics"). Label values are bounded: network ids and token addresses of the configuration, the
  * RFQ server's own paths, fixed reason categories (never a free-text reason, an intent id or an address
- * of a counterparty). Served by `startResolverMetricsServer` on `[metrics]`'s own listen address.
+ * of a counterparty). Served by the kit's `serveMetrics` on `[metrics]`'s own listen address.
  */
-import {
-  type Logger,
-  type MetricsConfig,
-  type MetricsServer,
-  ServiceMetrics,
-  serveMetrics,
-} from '@rgbx/service-kit';
+import { type Logger, ServiceMetrics } from '@rgbx/service-kit';
 import type { ResolverDb } from './store.ts';
 import type { ChainWallet } from './wallets/wallet.ts';
 
@@ -209,16 +203,4 @@ export class ResolverMetrics {
       },
     );
   }
-
-  text(): Promise<string> {
-    return this.kit.text();
-  }
-}
-
-/** `GET /metrics` where `[metrics]` says, or nothing when disabled; a taken port fails the start (`serveMetrics`). */
-export function startResolverMetricsServer(
-  metrics: ResolverMetrics,
-  cfg: MetricsConfig,
-): Promise<MetricsServer | undefined> {
-  return serveMetrics(metrics.kit, cfg);
 }

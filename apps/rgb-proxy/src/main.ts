@@ -4,11 +4,10 @@
  * Prints `{"event":"listening","url":"http://HOST:PORT"}` on stdout once it accepts connections
  * (the devnet launcher reads the port from it); everything else is logged to stderr.
  */
-import { announceListening, createLogger, runMain, runService } from '@rgbx/service-kit';
+import { announceListening, createLogger, runMain, runService, serveMetrics } from '@rgbx/service-kit';
 import { buildApp } from './app.ts';
 import { parseCli, USAGE } from './config.ts';
 import { SERVER_VERSION } from './methods.ts';
-import { startProxyMetricsServer } from './metrics.ts';
 
 async function main(): Promise<number | undefined> {
   const cli = parseCli(process.argv.slice(2));
@@ -29,7 +28,7 @@ async function main(): Promise<number | undefined> {
     logger,
   });
   logger.info({ dataDir: cfg.dataDir, maxUploadBytes: cfg.maxUploadBytes, ...store.counts() }, 'starting');
-  const metricsServer = await startProxyMetricsServer(metrics, cfg.metrics);
+  const metricsServer = await serveMetrics(metrics, cfg.metrics);
   const svc = await runService({
     app,
     host: cfg.host,

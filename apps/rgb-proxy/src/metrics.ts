@@ -5,13 +5,7 @@
  */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  type Logger,
-  type MetricsConfig,
-  type MetricsServer,
-  ServiceMetrics,
-  serveMetrics,
-} from '@rgbx/service-kit';
+import { type Logger, ServiceMetrics } from '@rgbx/service-kit';
 import { listRpcErrors } from './errors.ts';
 import type { ProxyStore } from './store.ts';
 
@@ -134,16 +128,4 @@ export class ProxyMetrics {
       },
     );
   }
-
-  text(): Promise<string> {
-    return this.kit.text();
-  }
-}
-
-/** `GET /metrics` where `[metrics]` says, or nothing when disabled; a taken port fails the start (`serveMetrics`). */
-export function startProxyMetricsServer(
-  metrics: ProxyMetrics,
-  cfg: MetricsConfig,
-): Promise<MetricsServer | undefined> {
-  return serveMetrics(metrics.kit, cfg);
 }

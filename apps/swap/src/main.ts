@@ -4,13 +4,19 @@ import { randomBytes } from 'node:crypto';
  * rgbx-swap: runs the swap service until SIGTERM/SIGINT, or manages API keys.
  */
 import { mkdirSync } from 'node:fs';
-import { announceListening, createLogger, runMain, runService, sha256 } from '@rgbx/service-kit';
+import {
+  announceListening,
+  createLogger,
+  runMain,
+  runService,
+  serveMetrics,
+  sha256,
+} from '@rgbx/service-kit';
 import { redactUrl } from '@rgbx/store';
 import { buildSwapApp, SERVICE_VERSION } from './app.ts';
 import { parseCli, USAGE } from './cli.ts';
 import { loadConfig, type SwapConfig } from './config.ts';
 import { startScheduler } from './domain/scheduler.ts';
-import { startSwapMetricsServer } from './metrics.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from './store/api-keys.ts';
 import { openSwapDatabase } from './store/database.ts';
 
@@ -90,7 +96,7 @@ async function main(): Promise<number | undefined> {
 
   const logger = createLogger({ name: 'swap', level: config.log_level, destination: 2 });
   const { app, ctx, health } = buildSwapApp({ config, db, dialect, logger });
-  const metricsServer = await startSwapMetricsServer(ctx.metrics, config.metrics);
+  const metricsServer = await serveMetrics(ctx.metrics, config.metrics);
   const scheduler = startScheduler(ctx, config.swap.scheduler_interval_ms);
   logger.info(
     {

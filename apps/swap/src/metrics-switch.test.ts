@@ -163,9 +163,9 @@ describe('[metrics] enabled = false, in process', () => {
       // The kit's instrument() registers its two HTTP metrics as it adds its hooks, collectDefaultMetrics
       // the process_* / nodejs_* ones, watchIntents its gauge: an empty registry means none of them ran.
       expect(ctx.metrics.kit.registry.getMetricsAsArray()).toEqual([]);
-      expect(await ctx.metrics.text()).toBe('\n'); // an empty exposition
+      expect(await ctx.metrics.kit.text()).toBe('\n'); // an empty exposition
       ctx.metrics.approvals.inc({ mechanism: 'permit2', result: 'approved' });
-      expect(await ctx.metrics.text()).toBe('\n'); // an empty exposition
+      expect(await ctx.metrics.kit.text()).toBe('\n'); // an empty exposition
     } finally {
       await app.close();
       await close();

@@ -8,12 +8,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { IntentCreated, SwapQuote } from '@rgbx/sdk';
 import { signPermit2Approval } from '@rgbx/sdk';
+import { serveMetrics } from '@rgbx/service-kit';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChainGateway } from './chains/chain-gateway.ts';
 import { createChainGateway } from './chains/chain-gateway.ts';
 import { startScheduler } from './domain/scheduler.ts';
-import { startSwapMetricsServer } from './metrics.ts';
 import {
   DIALECTS,
   ESCROW,
@@ -163,7 +163,7 @@ describe.each(DIALECTS)('swap metrics on %s', (dialect) => {
     expect(await scheduler.tick()).toBe(0);
     await scheduler.stop();
 
-    const server = await startSwapMetricsServer(s.ctx.metrics, {
+    const server = await serveMetrics(s.ctx.metrics, {
       enabled: true,
       listen_address: '127.0.0.1',
       port: 0,
@@ -212,11 +212,11 @@ describe.each(DIALECTS)('swap metrics on %s', (dialect) => {
   });
 
   it('measures how late each scheduler tick runs', async () => {
-    const before = sample(await s.ctx.metrics.text(), 'rgbx_swap_scheduler_lag_seconds_count') ?? 0;
+    const before = sample(await s.ctx.metrics.kit.text(), 'rgbx_swap_scheduler_lag_seconds_count') ?? 0;
     const scheduler = startScheduler(s.ctx, 50);
     await new Promise((r) => setTimeout(r, 400));
     await scheduler.stop();
-    const after = sample(await s.ctx.metrics.text(), 'rgbx_swap_scheduler_lag_seconds_count')!;
+    const after = sample(await s.ctx.metrics.kit.text(), 'rgbx_swap_scheduler_lag_seconds_count')!;
     expect(after - before).toBeGreaterThanOrEqual(3);
   });
 });

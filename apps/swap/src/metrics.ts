@@ -4,7 +4,7 @@
  * route templates, resolver ids and network ids of the configuration, error codes of the error table,
  * statuses of the lifecycle — never addresses, transaction ids or raw paths.
  *
- * Served by `startMetricsServer` on `[metrics]`'s own listen address (main.ts), never on the API's.
+ * Served by the kit's `serveMetrics` on `[metrics]`'s own listen address (main.ts), never on the API's.
  *
  * With `[metrics] enabled = false` (`new SwapMetrics({ enabled: false })`) nothing is recorded: every metric
  * is a no-op, the HTTP hooks are not installed, no gauge is registered, and Node's process metrics (an
@@ -12,14 +12,7 @@
  * no GC observer unless `gcDurations` (`nodejs_gc_duration_seconds` costs a JS callback per collection, ~2 % of an
  * approval's CPU: bench/README.md).
  */
-import {
-  type Logger,
-  type MetricsConfig,
-  type MetricsServer,
-  ServiceError,
-  ServiceMetrics,
-  serveMetrics,
-} from '@rgbx/service-kit';
+import { type Logger, ServiceError, ServiceMetrics } from '@rgbx/service-kit';
 import { STATUSES } from './domain/lifecycle.ts';
 import type { RfqOutcome } from './domain/rfq-client.ts';
 import type { SwapDb } from './store/database.ts';
@@ -162,16 +155,4 @@ export class SwapMetrics {
   readonly onRfqOutcome = (resolverId: string, outcome: RfqOutcome): void => {
     this.rfqAnswers.inc({ resolver: resolverId, outcome });
   };
-
-  text(): Promise<string> {
-    return this.kit.text();
-  }
-}
-
-/** `GET /metrics` where `[metrics]` says, or nothing when disabled; a taken port fails the start (`serveMetrics`). */
-export function startSwapMetricsServer(
-  metrics: SwapMetrics,
-  cfg: MetricsConfig,
-): Promise<MetricsServer | undefined> {
-  return serveMetrics(metrics.kit, cfg);
 }

@@ -3,11 +3,17 @@ import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { killLeftoverChildren } from '@rgbx/rgb';
-import { announceListening, createLogger, loadTomlConfig, runMain, runService } from '@rgbx/service-kit';
+import {
+  announceListening,
+  createLogger,
+  loadTomlConfig,
+  runMain,
+  runService,
+  serveMetrics,
+} from '@rgbx/service-kit';
 import { buildWalletNode } from './app.ts';
 import { ineffectiveKeys, prepareConfig, WalletNodeConfig, walletBudgetOf } from './config.ts';
 import { lockDataDir } from './lock.ts';
-import { startWalletNodeMetricsServer } from './metrics.ts';
 import { childPidDir } from './pool.ts';
 import { checkIndexer } from './preflight.ts';
 import { WalletRegistry } from './wallets.ts';
@@ -74,9 +80,7 @@ async function main(): Promise<void> {
   }
   const node = buildWalletNode(cfg, logger);
   // Its own listener, before the children start: a taken port fails the start (naming [metrics]).
-  const metricsServer = node.metrics
-    ? await startWalletNodeMetricsServer(node.metrics, cfg.metrics)
-    : undefined;
+  const metricsServer = node.metrics ? await serveMetrics(node.metrics, cfg.metrics) : undefined;
   await node.start();
   const running = await runService({
     app: node.app,

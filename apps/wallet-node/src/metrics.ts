@@ -13,13 +13,10 @@
 import {
   type CounterSeries,
   type HistogramSeries,
-  type MetricsConfig,
-  type MetricsServer,
   type PlainCounter,
   type PlainHistogram,
   type ServiceApp,
   ServiceMetrics,
-  serveMetrics,
 } from '@rgbx/service-kit';
 import { pendingBeginsSummary, trackBegins } from './begins.ts';
 import type { ChildPool } from './pool.ts';
@@ -284,16 +281,4 @@ export class WalletNodeMetrics {
       },
     );
   }
-
-  text(): Promise<string> {
-    return this.kit.text();
-  }
-}
-
-/** `GET /metrics` where `[metrics]` says, or nothing when disabled; a taken port fails the start (`serveMetrics`). */
-export function startWalletNodeMetricsServer(
-  metrics: WalletNodeMetrics,
-  cfg: MetricsConfig,
-): Promise<MetricsServer | undefined> {
-  return serveMetrics(metrics.kit, cfg);
 }

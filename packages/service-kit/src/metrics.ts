@@ -250,16 +250,20 @@ export async function startMetricsServer(
 }
 
 /**
- * `GET /metrics` where `[metrics]` says, or nothing when it is disabled. A port that is taken fails the
+ * `GET /metrics` where `[metrics]` says, or nothing when it is disabled; `metrics` is the kit or a service's own
+ * metrics object that holds it (`kit`). A port that is taken fails the
  * start with a message saying what to change (no silent move: Prometheus scrapes the configured port).
  */
 export async function serveMetrics(
-  metrics: ServiceMetrics,
+  metrics: ServiceMetrics | { readonly kit: ServiceMetrics },
   cfg: MetricsConfig,
 ): Promise<MetricsServer | undefined> {
   if (!cfg.enabled) return undefined;
   try {
-    return await startMetricsServer(metrics, { host: cfg.listen_address, port: cfg.port });
+    return await startMetricsServer('kit' in metrics ? metrics.kit : metrics, {
+      host: cfg.listen_address,
+      port: cfg.port,
+    });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES')
