@@ -1,9 +1,10 @@
 // Writes each service's OpenAPI document to specs/<service>.openapi.json from its built app (the TypeBox
 // route schemas are the source), and the other generated files that are committed (the swap's devnet
-// configuration). `--check` fails when a committed file differs from the code (CI drift check).
+// configuration, the services' Containerfiles). `--check` fails when a committed file differs from the code (CI drift check).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { containerfile, IMAGES } from './containerfiles.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const check = process.argv.includes('--check');
@@ -122,6 +123,12 @@ async function swapRfqDocument() {
 /** Other generated files, committed: path → its text. */
 const generated = {
   'apps/swap/config/devnet.toml': async () => (await import('@rgbx/devnet')).swapDevnetTemplateToml(),
+  ...Object.fromEntries(
+    Object.keys(IMAGES).map((service) => [
+      `apps/${service}/Containerfile`,
+      async () => containerfile(service),
+    ]),
+  ),
 };
 
 let drift = false;
