@@ -238,6 +238,8 @@ interface Rig {
   /** A new engine on the same store, service and wallets (a restart). */
   restart(o?: { wallets?: FakeWallet[]; crash?: (p: CrashPoint) => void }): FillEngine;
   run(id: string, engine?: FillEngine): Promise<void>;
+  /** Stores intent-1's EVM payment `txid` at attempt 0, as the engine does before a broadcast. */
+  storedPayment(txid: string): Promise<StoredTx>;
 }
 
 async function rig(o: { crash?: (p: CrashPoint) => void; now?: number } = {}): Promise<Rig> {
@@ -283,6 +285,18 @@ async function rig(o: { crash?: (p: CrashPoint) => void; now?: number } = {}): P
       e.kick(id);
       await e.idle();
     },
+    storedPayment: (txid) =>
+      storeTx(
+        store.db,
+        {
+          intentId: 'intent-1',
+          role: 'payment',
+          attempt: 0,
+          networkId: EVM_NET,
+          tx: { txid, raw: 'r', meta: {} },
+        },
+        NOW,
+      ),
   };
 }
 
@@ -466,17 +480,7 @@ describe('FillEngine with fake service and wallets', () => {
     it('replaces a payment its network reports dead by attempt 1 while the deadline allows', async () => {
       const r = await rig();
       r.api.add(intentView({ status: 'UserDeposited' }));
-      const first = await storeTx(
-        r.store.db,
-        {
-          intentId: 'intent-1',
-          role: 'payment',
-          attempt: 0,
-          networkId: EVM_NET,
-          tx: { txid: 'old', raw: 'r', meta: {} },
-        },
-        NOW,
-      );
+      const first = await r.storedPayment('old');
       await setTxState(r.store.db, first, 'sent');
       r.evm.states.set('old', { state: 'dead' });
       await r.run('intent-1');
@@ -499,17 +503,7 @@ describe('FillEngine with fake service and wallets', () => {
     it('does not replace a dead payment when the deadline is too close', async () => {
       const r = await rig();
       r.api.add(intentView({ status: 'UserDeposited', deadline: NOW_SECS + SAFETY - 1 }));
-      await storeTx(
-        r.store.db,
-        {
-          intentId: 'intent-1',
-          role: 'payment',
-          attempt: 0,
-          networkId: EVM_NET,
-          tx: { txid: 'old', raw: 'r', meta: {} },
-        },
-        NOW,
-      );
+      await r.storedPayment('old');
       r.evm.states.set('old', { state: 'dead' });
       await r.run('intent-1');
       expect(r.evm.payments).toEqual([]);
@@ -535,17 +529,7 @@ describe('FillEngine with fake service and wallets', () => {
     it('does not send a payment stored but never sent once the deadline is too close (driven by kick)', async () => {
       const r = await rig();
       r.api.add(intentView({ status: 'UserDeposited', deadline: NOW_SECS + SAFETY - 1 }));
-      await storeTx(
-        r.store.db,
-        {
-          intentId: 'intent-1',
-          role: 'payment',
-          attempt: 0,
-          networkId: EVM_NET,
-          tx: { txid: 'stored', raw: 'r', meta: {} },
-        },
-        NOW,
-      );
+      await r.storedPayment('stored');
       await r.run('intent-1');
       expect(r.evm.broadcasts).toEqual([]);
       expect(r.evm.payments).toEqual([]);
@@ -560,17 +544,7 @@ describe('FillEngine with fake service and wallets', () => {
     it('recover() does not send a never-sent payment once the deadline is too close', async () => {
       const r = await rig();
       r.api.add(intentView({ status: 'UserDeposited', deadline: NOW_SECS + SAFETY - 1 }));
-      await storeTx(
-        r.store.db,
-        {
-          intentId: 'intent-1',
-          role: 'payment',
-          attempt: 0,
-          networkId: EVM_NET,
-          tx: { txid: 'stored', raw: 'r', meta: {} },
-        },
-        NOW,
-      );
+      await r.storedPayment('stored');
       await r.engine.recover();
       await r.engine.idle();
       expect(r.evm.broadcasts).toEqual([]);
