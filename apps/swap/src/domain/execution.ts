@@ -150,15 +150,30 @@ export async function releaseSecret(
 }
 
 /**
- * Whether the user's source funds may be locked: a deposit was proven, or the source kind's deposit is
- * the service's own transaction (Bitcoin: the approved HTLC funding, broadcast by the service when the
- * resolver accepted). A resolver that accepts and then never reports the deposit must not keep the user
- * from recording the refund; the refund itself is proven on chain (it spends this intent's HTLC output).
+ * Whether the user's source funds may be locked (a refund request makes sense): a deposit was proven, or
+ * the source kind's deposit is this intent's own signed transaction (Bitcoin: the approved HTLC funding),
+ * which exists from the approval on: the service broadcasts it when the resolver accepts, and the
+ * resolver, who is shown it from the approval, may broadcast it without accepting or reporting it.
  */
 function mayHaveDeposited(ctx: SwapContext, intent: Intent): boolean {
   if (intent.row.user_deposit_tx) return true;
   return (
-    kindOf(ctx.catalog.network(intent.sourceChain)).depositIsOwnTransaction && intent.row.accepted_at != null
+    kindOf(ctx.catalog.network(intent.sourceChain)).depositIsOwnTransaction && intent.row.approved_at != null
+  );
+}
+
+/**
+ * Whether a refund can be recorded: funds may be locked (above), or the source kind's refund proves
+ * itself once the user approved (EVM/Tron: the escrow's Refunded event for this intent to its owner can
+ * only return a lock made with the user's Permit2 signature, which the resolver holds from the approval
+ * and may have used before accepting — a deposit then proves nothing — or without reporting it). A
+ * resolver that moved the user's funds without a recorded deposit must not keep the user from recording
+ * their refund. Solana's refund is a free transfer from the resolver: it needs the recorded deposit.
+ */
+function mayRecordRefund(ctx: SwapContext, intent: Intent): boolean {
+  if (mayHaveDeposited(ctx, intent)) return true;
+  return (
+    kindOf(ctx.catalog.network(intent.sourceChain)).refundSpendsDeposit && intent.row.approved_at != null
   );
 }
 
@@ -185,7 +200,7 @@ export async function reportRefund(
 ): Promise<Intent> {
   const intent = await expireIfDue(ctx.db, await loadIntent(ctx.db, id, scope), ctx.now());
   requireTransition(intent, 'refund');
-  if (!mayHaveDeposited(ctx, intent)) {
+  if (!mayRecordRefund(ctx, intent)) {
     throw E.INVALID_TRANSITION.createWith(
       { details: { reason: 'nothing was deposited' } },
       'refund',

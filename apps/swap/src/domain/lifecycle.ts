@@ -79,10 +79,11 @@ export const TRANSITIONS: readonly Transition[] = [
   },
   {
     trigger: 'decline',
-    from: ['ApprovalAdded', 'Accepted'],
+    from: ['ApprovalAdded'],
     to: 'Declined',
     actor: 'resolver',
-    condition: 'the quoting resolver; nothing deposited yet',
+    condition:
+      "the quoting resolver, before it accepts (once accepted, the user's funds may be moving: htlc funding broadcast on accept, an escrow pull, a co-signed transfer; an accepted intent not filled expires into the refund path)",
     effects: 'reserved UTXOs released',
   },
   {
@@ -126,7 +127,8 @@ export const TRANSITIONS: readonly Transition[] = [
     from: ['Expired'],
     to: 'RefundRequested',
     actor: 'user',
-    condition: 'funds were deposited (user_deposit_tx set, or a Bitcoin HTLC funding broadcast on accept)',
+    condition:
+      'funds may be locked: user_deposit_tx set, or (Bitcoin) the approved HTLC funding, which exists from the approval on (broadcast by the service on accept, or by the resolver holding it)',
     effects: 'swap_metadata.refund_requested_at',
   },
   {
@@ -135,7 +137,7 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'Refunded',
     actor: 'user or resolver',
     condition:
-      "funds were deposited (Bitcoin: or the service broadcast the approved funding when a resolver accepted, even if no deposit was reported); proven on chain, not before the deposit: Bitcoin: the tx spends this intent's HTLC output through the refund leaf; EVM/Tron: the escrow's Refunded event for this intent to the owner; Solana: System transfers from the account that received the deposit (or the resolver's solana_address) to refund_address of exactly the deposited lamports, in a later slot than the deposit",
+      "a deposit recorded, or, once approved, a refund that proves itself whatever was reported (Bitcoin: a spend of this intent's HTLC output; EVM/Tron: the escrow's Refunded event for this intent, a lock only the user's Permit2 signature can make), so a resolver that moved the funds without reporting them (or before accepting) cannot block it; Solana needs the recorded deposit; proven on chain, not before the deposit: Bitcoin: the tx spends this intent's HTLC output through the refund leaf; EVM/Tron: the escrow's Refunded event for this intent to the owner; Solana: System transfers from the account that received the deposit (or the resolver's solana_address) to refund_address of exactly the deposited lamports, in a later slot than the deposit",
     effects:
       'swap_metadata.refunded_at (refund_requested_at filled in if it was skipped); the proof in settlement[]',
   },

@@ -137,7 +137,7 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
       action(
         '/intents/:intent_id/decline',
         'resolverDecline',
-        'ApprovalAdded/Accepted → Declined',
+        'ApprovalAdded → Declined (before accepting; an accepted intent not filled expires into the refund path)',
         (r, id, b) => declineIntent(ctx, r, id, b.reason),
         Resolver.ResolverDeclineRequest,
       );

@@ -4,6 +4,7 @@
  * safety margin the escrow's `refund` returns the tokens to the owner, and the user's report of that
  * transaction is proven by the escrow's `Refunded` event for this intent. The devnode's clock is moved
  * forward (`evm_increaseTime`) instead of waiting an hour, so this file has chains of its own.
+ * Also a pull the resolver made before accepting and never reported: the user records that refund all the same.
  * On SQLite and PostgreSQL.
  */
 import { uuidToBytes32 } from '@rgbx/chains/evm';
@@ -80,7 +81,8 @@ rate = "0.005"
     return { status: res.statusCode, body: res.body === '' ? undefined : res.json() };
   }
 
-  it('expired after a real escrow deposit: the escrow refund to the owner is proven; early and forged refunds refused', async () => {
+  /** An EVM → Solana intent, approved by a fresh owner (Permit2 signature; allowance given). */
+  async function approvedIntent() {
     clock.set(await chainNowMs());
     const ownerKey = generatePrivateKey();
     const owner = privateKeyToAccount(ownerKey);
@@ -119,6 +121,34 @@ rate = "0.005"
       },
     );
     expect((await call('POST', `/intents/${id}/approvals`, approval)).status).toBe(200);
+    return { id, deadline, owner, amount, deployer };
+  }
+
+  /** Moves the chain past refundAfter = deadline + margin, then calls the escrow's refund for `id`. */
+  async function refundOnChain(
+    id: string,
+    deadline: number,
+    owner: `0x${string}`,
+    deployer: `0x${string}`,
+  ): Promise<string> {
+    // Block time = wall clock + offset, never behind the parent block: repeat until the latest block is there.
+    const refundAfter = deadline + s.ctx.config.swap.refund_safety_margin_secs;
+    for (let t = (await chainNowMs()) / 1000; t <= refundAfter; t = (await chainNowMs()) / 1000) {
+      await evmRpc('evm_increaseTime', [Math.ceil(refundAfter - t) + 1]);
+      await evmRpc('evm_mine');
+    }
+    return escrowRefund(
+      chains.evm.rpcUrl,
+      chains.evm.chainId,
+      deployer,
+      chains.escrow,
+      uuidToBytes32(id),
+      owner,
+    );
+  }
+
+  it('expired after a real escrow deposit: the escrow refund to the owner is proven; early and forged refunds refused', async () => {
+    const { id, deadline, owner, amount, deployer } = await approvedIntent();
     const resolver = (action: string, payload: unknown = {}) =>
       call('POST', `/resolver/v1/intents/${id}/${action}`, payload, RESOLVER_KEY);
     expect((await resolver('accept')).body.status).toBe('Accepted');
@@ -142,21 +172,7 @@ rate = "0.005"
       ),
     ).rejects.toThrow(/RefundNotYetAvailable/);
 
-    // Move the chain past refundAfter = deadline + margin (block time = wall clock + offset, never
-    // behind the parent block: repeat until the latest block is there).
-    const refundAfter = deadline + s.ctx.config.swap.refund_safety_margin_secs;
-    for (let t = (await chainNowMs()) / 1000; t <= refundAfter; t = (await chainNowMs()) / 1000) {
-      await evmRpc('evm_increaseTime', [Math.ceil(refundAfter - t) + 1]);
-      await evmRpc('evm_mine');
-    }
-    const refund = await escrowRefund(
-      chains.evm.rpcUrl,
-      chains.evm.chainId,
-      deployer,
-      chains.escrow,
-      uuidToBytes32(id),
-      owner.address,
-    );
+    const refund = await refundOnChain(id, deadline, owner.address, deployer);
     const report = (tx: string) => call('POST', `/intents/${id}/refund-tx`, { txHash: tx });
     const forged = await report(fakeTxHash('evm', `refund-${dialect}`));
     expect([forged.status, forged.body.details?.reason]).toEqual([422, 'not_found']);
@@ -178,5 +194,33 @@ rate = "0.005"
       sender: chains.config.escrow,
     });
     expect(rec.swapMetadata.refundTx).toBe(refund);
+  });
+  it('pulled into the escrow before the resolver accepted and never reported: the user still records the escrow refund → Refunded', async () => {
+    const { id, deadline, owner, amount, deployer } = await approvedIntent();
+    // The Permit2 signature is the resolver's to see from ApprovalAdded: it pulls at once and never
+    // accepts (a deposit it reported now would prove nothing: older than any acceptance).
+    const execution = (await call('GET', `/resolver/v1/intents/${id}`, undefined, RESOLVER_KEY)).body
+      .execution;
+    const pulled = await chains.escrowDepositFromExecution(execution);
+    clock.set(deadline * 1000 + 1000);
+    expect((await call('GET', `/intents/${id}/status`)).body.status).toBe('Expired');
+    // Nothing is recorded as deposited: no refund request; the refund itself proves itself.
+    const asked = await call('POST', `/intents/${id}/refund-request`);
+    expect([asked.status, asked.body.details?.reason]).toEqual([409, 'nothing was deposited']);
+    const refund = await refundOnChain(id, deadline, owner.address, deployer);
+    const done = await call('POST', `/intents/${id}/refund-tx`, { txHash: refund });
+    expect(done.body, JSON.stringify(done.body)).toMatchObject({ status: 'Refunded' });
+    const rec = (await call('GET', `/swaps/${id}`)).body;
+    expect(rec.settlement).toHaveLength(1);
+    expect(rec.settlement[0]).toMatchObject({
+      leg: 'refund',
+      txHash: refund,
+      recipient: owner.address,
+      amount: amount.toString(),
+    });
+    // The pull itself stays what it was: no leg of this intent.
+    expect((await call('POST', `/intents/${id}/refund-tx`, { txHash: pulled })).body.type).toBe(
+      'INVALID_TRANSITION',
+    );
   });
 });

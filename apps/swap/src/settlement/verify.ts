@@ -35,7 +35,10 @@ export async function readAcceptanceTips(ctx: SwapContext, intent: Intent): Prom
  *   The HTLC funding transaction is exempt: it is this intent's own (exact txid), whenever it lands;
  * - a claim or refund: the verified deposit. A spend of the deposit's own output (HTLC leaves) or an
  *   escrow event for this intent cannot precede it on chain and may share its block; a Solana refund
- *   is a free transfer from the resolver, so it must be in a later slot than the deposit.
+ *   is a free transfer from the resolver, so it must be in a later slot than the deposit;
+ * - a refund with no recorded deposit (the resolver moved the user's funds and never reported it, or
+ *   before accepting): one that spends this intent's own HTLC output or is the escrow's Refunded event
+ *   for this intent is bound to it whenever it happened (null); a free transfer needs the acceptance.
  */
 export function mustFollow(
   intent: Intent,
@@ -53,7 +56,7 @@ export function mustFollow(
   const source = kindOf(network);
   if (leg === 'fulfil') return acceptance();
   if (leg === 'deposit') return source.depositIsOwnTransaction ? null : acceptance();
-  if (!deposit) return acceptance();
+  if (!deposit) return leg === 'refund' && source.refundSpendsDeposit ? null : acceptance();
   return {
     event: 'deposit',
     height: deposit.blockHeight === null ? null : BigInt(deposit.blockHeight),

@@ -341,6 +341,65 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
     }
   });
 
+  it('a resolver that has accepted cannot decline (the funding is broadcast); one that broadcasts the approved funding without accepting cannot keep the user from recording the refund', async () => {
+    const user = await fundedUser('0.3');
+    clock.set(Date.now() - 3 * 3600_000); // the deadline (CLTV) already in the chain's past, as above
+    try {
+      // Accepted: the service broadcast the user's funding, so a decline would leave the funds locked
+      // under a terminal status.
+      const a = await newIntent(user, '0.02');
+      await swap.addApproval(
+        a.intent.intentId,
+        signHtlcApproval(a.intent.htlc!, user.privateKey, { amountSats: BigInt(a.quote.sourceAmountLots) }),
+      );
+      await res.accept(a.intent.intentId);
+      await expectApiError(res.decline(a.intent.intentId, 'changed my mind'), 'INVALID_TRANSITION');
+      expect(await swap.status(a.intent.intentId)).toBe('Accepted');
+
+      // Approved only: the resolver is shown the signed funding and broadcasts it itself, never
+      // accepting, never reporting. The intent expires with no deposit recorded.
+      await devnet.mine(1);
+      const { quote, intent } = await newIntent(user, '0.03');
+      await swap.addApproval(
+        intent.intentId,
+        signHtlcApproval(intent.htlc!, user.privateKey, { amountSats: BigInt(quote.sourceAmountLots) }),
+      );
+      const ex = (await res.intent(intent.intentId)).execution as Record<string, string | number>;
+      expect(ex.funding_txid).toBe(intent.htlc!.fundingTxid);
+      await devnet.rpc('sendrawtransaction', [String(ex.funding_tx_hex)]);
+      await devnet.mine(1);
+      clock.set(intent.deadlineSecs * 1000 + 1000);
+      expect(await swap.status(intent.intentId)).toBe('Expired');
+      // The funding exists from the approval on: the refund request is the user's to make.
+      expect((await swap.requestRefund(intent.intentId)).status).toBe('RefundRequested');
+
+      const htlc = buildHtlc({
+        secretHash: String(ex.secret_hash).slice(2),
+        resolverPubkey: String(ex.resolver_pubkey),
+        userPubkey: String(ex.user_pubkey),
+        locktime: Number(ex.locktime),
+        network: 'regtest',
+      });
+      const refund = buildHtlcRefundTx({
+        htlc,
+        fundingTxid: intent.htlc!.fundingTxid,
+        vout: intent.htlc!.htlcVout,
+        amount: BigInt(quote.sourceAmountLots),
+        destinationAddress: user.address,
+        feeRate: 2n,
+        userPrivateKey: user.privateKey,
+      });
+      await devnet.rpc('sendrawtransaction', [refund.txHex]);
+      await devnet.mine(1);
+      expect((await swap.reportRefundTx(intent.intentId, refund.txid)).status).toBe('Refunded');
+      const record = await swap.swap(intent.intentId);
+      expect(record.swapMetadata).toMatchObject({ refundTx: refund.txid, userDepositTx: null });
+      expect(record.settlement.map((l) => l.leg)).toEqual(['refund']);
+    } finally {
+      clock.set(Date.now());
+    }
+  });
+
   it('refuses a source without enough confirmed funds, and a public key that is not the address', async () => {
     const poor = btcKey();
     const quote = await swap.quote({
