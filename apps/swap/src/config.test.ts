@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { swapDevnetToml } from '@rgbx/devnet';
 import { ConfigError } from '@rgbx/service-kit';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from './config.ts';
+import { fulfilConfirmations, loadConfig, settlementConfirmations } from './config.ts';
 import { testConfigToml } from './test-support.ts';
 
 const KEY = 'ab'.repeat(32);
@@ -100,6 +100,51 @@ describe('configuration', () => {
         /"resolvers\[0\].evm_address" is required: resolvers\[0\].rates\[0\] fulfils on network 2 \(EVM\)/,
       ),
     );
+  });
+
+  it("a fulfilment needs the network's finality outside a devnet (the preimage is released on it); its own setting wins", () => {
+    const nets = (extra: Record<string, string> = {}) =>
+      [
+        `[bitcoin]\nelectrum_url = "tcp://127.0.0.1:1"\nmin_confirmations = ${extra.bitcoin ?? 1}`,
+        '[[networks]]\nid = 1\nname = "b"\ntype = "BITCOIN"\nbitcoin_network = "regtest"',
+        `[[networks]]\nid = 2\nname = "e"\ntype = "EVM"\nchain_id = 1\npermit2_address = "0x${'11'.repeat(20)}"\nescrow_address = "0x${'22'.repeat(20)}"\nrpc_url = "http://x"${extra.evm ?? ''}`,
+        `[[networks]]\nid = 3\nname = "t"\ntype = "TRON"\nchain_id = 2\npermit2_address = "T"\nescrow_address = "T"\nrpc_url = "http://x"`,
+        `[[networks]]\nid = 4\nname = "s"\ntype = "SOLANA"\nrpc_url = "http://x"${extra.sol ?? ''}`,
+      ].join('\n');
+    const both = (text: string) => {
+      const c = loadConfig({ text: `preimage_key = "${KEY}"\n${text}` }, {});
+      return c.networks.map((n) => [settlementConfirmations(c, n), fulfilConfirmations(c, n)]);
+    };
+    // Bitcoin 3, EVM 12, Tron 19 (solidified), Solana 32 (finalized); other legs keep min_confirmations.
+    expect(both(nets())).toEqual([
+      [1, 3],
+      [1, 12],
+      [1, 19],
+      [1, 32],
+    ]);
+    // A deeper min_confirmations applies to fulfilments too; fulfil_min_confirmations is the operator's word.
+    expect(
+      both(
+        nets({ bitcoin: '6', evm: '\nfulfil_min_confirmations = 64', sol: '\nfulfil_min_confirmations = 1' }),
+      ),
+    ).toEqual([
+      [6, 6],
+      [1, 64],
+      [1, 19],
+      [1, 1],
+    ]);
+    // On a devnet, min_confirmations (blocks come when a test mines them).
+    expect(both(`devnet = true\n${nets()}`)).toEqual([
+      [1, 1],
+      [1, 1],
+      [1, 1],
+      [1, 1],
+    ]);
+    expect(issues(`preimage_key = "${KEY}"\n${nets({ sol: '\nfulfil_min_confirmations = 0' })}`)).toEqual([
+      expect.stringMatching(
+        /"networks\[3\].fulfil_min_confirmations" = 0 is allowed only with devnet = true/,
+      ),
+    ]);
   });
 
   it('the service refuses to start on an unverifiable network, naming the key', async () => {

@@ -54,6 +54,13 @@ const NetworkSchema = Type.Object({
    * `bitcoin.min_confirmations`; others 1). 0 (mempool / processed) only in a `devnet = true` config.
    */
   min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
+  /**
+   * Confirmations a fulfilment (the resolver's payment to the user) needs on this network: the preimage is
+   * released on it, so it must not be undone. Default outside a devnet: the larger of `min_confirmations`
+   * and the network's finality (Bitcoin 3, EVM 12, Tron 19, Solana finalized = 32); on a devnet,
+   * `min_confirmations`. 0 only with `devnet = true`.
+   */
+  fulfil_min_confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
 });
 
 const TokenSchema = Type.Object({
@@ -187,6 +194,16 @@ export function settlementConfirmations(config: Pick<FileConfig, 'bitcoin'>, net
   return network.min_confirmations ?? kindOf(network).defaultConfirmations(config);
 }
 
+/** Confirmations a fulfilment on `network` needs (see `fulfil_min_confirmations`). */
+export function fulfilConfirmations(
+  config: Pick<FileConfig, 'bitcoin' | 'devnet'>,
+  network: NetworkConfig,
+): number {
+  if (network.fulfil_min_confirmations !== undefined) return network.fulfil_min_confirmations;
+  const settlement = settlementConfirmations(config, network);
+  return config.devnet ? settlement : Math.max(settlement, kindOf(network).fulfilFinality);
+}
+
 /** The checked configuration the service runs with. */
 export interface SwapConfig extends Omit<FileConfig, 'preimage_key' | 'preimage_key_file' | 'data_dir'> {
   dataDir: string;
@@ -308,12 +325,12 @@ function checkConsistency(c: FileConfig): { path: string; message: string }[] {
     // Keys a network of this kind needs, and fail closed: every leg on every network is verified on
     // chain before a status moves, so a network whose chain cannot be read cannot be configured.
     issues.push(...kindOf(n).checkConfig(n, `networks[${i}]`, c));
-    if (n.min_confirmations === 0 && !c.devnet) {
-      issues.push({
-        path: `networks[${i}].min_confirmations`,
-        message: `"networks[${i}].min_confirmations" = 0 is allowed only with devnet = true`,
-      });
-    }
+    for (const key of ['min_confirmations', 'fulfil_min_confirmations'] as const)
+      if (n[key] === 0 && !c.devnet)
+        issues.push({
+          path: `networks[${i}].${key}`,
+          message: `"networks[${i}].${key}" = 0 is allowed only with devnet = true`,
+        });
   });
   if (c.bitcoin.min_confirmations === 0 && !c.devnet) {
     issues.push({

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { tronAddressFromPublicKey } from '@rgbx/chains/tron';
-import { defaultSwapRates, swapDevnetToml } from '@rgbx/devnet';
+import { defaultSwapRates, swapDevnetToml, type TomlValue } from '@rgbx/devnet';
 import { sha256 } from '@rgbx/service-kit';
 import { createTestPgDatabase, type Dialect } from '@rgbx/store';
 import { base58 } from '@scure/base';
@@ -125,6 +125,8 @@ export interface TestConfigOptions {
   quoteTtlSecs?: number;
   intentTtlSecs?: number;
   minConfirmations?: number;
+  /** More keys of the Bitcoin `[[networks]]` row. */
+  bitcoinNetwork?: Record<string, TomlValue>;
   extra?: string;
 }
 
@@ -146,6 +148,7 @@ export function testConfigToml(o: TestConfigOptions): string {
     bitcoin: {
       electrumUrl: o.electrumUrl ?? UNREACHABLE_ELECTRUM,
       minConfirmations: o.minConfirmations ?? 1,
+      ...(o.bitcoinNetwork ? { extra: o.bitcoinNetwork } : {}),
     },
     evm: {
       rpcUrl: o.evmRpcUrl ?? UNREACHABLE_RPC,

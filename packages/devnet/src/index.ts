@@ -25,4 +25,5 @@ export {
   swapDevnetConfig,
   swapDevnetTemplateToml,
   swapDevnetToml,
+  type TomlValue,
 } from './swap-config.ts';

@@ -51,7 +51,13 @@ export interface SwapDevnetOptions {
   service?: Record<string, TomlValue>;
   /** `[swap]` keys. */
   swap?: Record<string, TomlValue>;
-  bitcoin: { electrumUrl: string; minConfirmations?: number; feeRateSatVb?: number };
+  bitcoin: {
+    electrumUrl: string;
+    minConfirmations?: number;
+    feeRateSatVb?: number;
+    /** More keys of the Bitcoin `[[networks]]` row (`fulfil_min_confirmations`…). */
+    extra?: Record<string, TomlValue>;
+  };
   /** The EVM devnode; absent: no EVM network. */
   evm?: {
     rpcUrl: string;
@@ -186,7 +192,13 @@ export function defaultSwapRates(o: { usdc?: string; usdt?: string; solana?: boo
 /** The configuration as a TOML document (see {@link swapDevnetToml}). */
 export function swapDevnetConfig(o: SwapDevnetOptions): Record<string, TomlValue> {
   const networks: Record<string, TomlValue>[] = [
-    { id: SWAP_NET.btc, name: 'Bitcoin regtest', type: 'BITCOIN', bitcoin_network: 'regtest' },
+    {
+      id: SWAP_NET.btc,
+      name: 'Bitcoin regtest',
+      type: 'BITCOIN',
+      bitcoin_network: 'regtest',
+      ...o.bitcoin.extra,
+    },
   ];
   const tokens: Record<string, TomlValue>[] = [
     { network_id: SWAP_NET.btc, symbol: 'BTC', name: 'Bitcoin', address: 'BTC', decimals: 8 },

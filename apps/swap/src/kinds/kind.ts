@@ -103,6 +103,12 @@ export interface NetworkKind {
   checkConfig(n: NetworkConfig, at: string, config: FileConfig): ConfigIssue[];
   /** Confirmations a settlement transaction needs when the network does not say. */
   defaultConfirmations(config: Pick<FileConfig, 'bitcoin'>): number;
+  /**
+   * Confirmations a fulfilment needs outside a devnet when the network does not say
+   * (`fulfil_min_confirmations`): the preimage is released on it and the resolver takes the user's
+   * source at once, so a fulfilment undone by a reorganisation after that is the user's loss.
+   */
+  readonly fulfilFinality: number;
 
   // Addresses, tokens, transaction ids
   isAddress(address: string, network: NetworkConfig): boolean;

@@ -127,8 +127,10 @@ describe.each(DIALECTS)('what binds a leg to its intent, party and moment (%s)',
     await s?.close();
   });
 
-  async function call(method: 'GET' | 'POST', url: string, payload?: unknown, key = s.apiKey) {
-    const res = await s.app.inject({
+  /** The service the helpers below call (`s`, or another one a test starts). */
+  let target: TestService | undefined;
+  async function call(method: 'GET' | 'POST', url: string, payload?: unknown, key = (target ?? s).apiKey) {
+    const res = await (target ?? s).app.inject({
       method,
       url,
       headers: { 'x-api-key': key },
@@ -339,5 +341,57 @@ describe.each(DIALECTS)('what binds a leg to its intent, party and moment (%s)',
       blockHeight: String(paidHeight),
       blockHash: paidAt.blockhash,
     });
+  });
+  it('Bitcoin fulfilment: the preimage waits for fulfil_min_confirmations (2 here) while the deposit needed min_confirmations (1)', async () => {
+    const strict = await startTestService({
+      databaseUrl: dbs.url(dialect),
+      electrumUrl: devnet.info.electrum,
+      minConfirmations: 1,
+      now: clock.now,
+      ...chains.config,
+      extra: SOL_TO_BTC,
+      bitcoinNetwork: { fulfil_min_confirmations: 2 },
+    });
+    target = strict;
+    try {
+      clock.set(Date.now());
+      const user = await generateKeyPairSigner();
+      await chains.sol.airdrop(user.address, 3n * 10n ** 9n);
+      const { id, dest, min } = await solIntent(user, user.address);
+      expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
+      await deposit(id); // UserDeposited at one confirmation
+      const electrumTip = () => strict.ctx.gateway.bitcoin().tip();
+      const untilIndexed = async (height: number) => {
+        while ((await electrumTip()) < height) await new Promise((r) => setTimeout(r, 50));
+      };
+      const paid = await devnet.fund(dest, sats(min), {
+        confirm: true,
+        data: fulfilCommitment(id).toString('hex'),
+      });
+      const mined = await devnet.rpc<{ blockhash: string }>('getrawtransaction', [paid, true]);
+      const height = (await devnet.rpc<{ height: number }>('getblockheader', [mined.blockhash])).height;
+      await untilIndexed(height);
+      const early = await resolver(id, 'fulfil', { tx_hash: paid });
+      expect(
+        [early.status, early.body.details?.reason, early.body.details?.required],
+        JSON.stringify(early.body),
+      ).toEqual([422, 'confirmations', 2]);
+      expect(await status(id)).toBe('UserDeposited');
+      const secret = await call('GET', `/resolver/v1/intents/${id}/secret`, undefined, RESOLVER_KEY);
+      expect([secret.status, secret.body.type]).toEqual([409, 'SECRET_NOT_RELEASED']);
+
+      await devnet.mine(1);
+      await untilIndexed(height + 1);
+      const ok = await resolver(id, 'fulfil', { tx_hash: paid });
+      expect(ok.body, JSON.stringify(ok.body)).toEqual({ intent_id: id, status: 'Fulfilled' });
+      expect((await call('GET', `/swaps/${id}`)).body.settlement[1]).toMatchObject({
+        leg: 'fulfil',
+        txHash: paid,
+        confirmations: 2,
+      });
+    } finally {
+      target = undefined;
+      await strict.close();
+    }
   });
 });

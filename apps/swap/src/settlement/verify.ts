@@ -4,7 +4,7 @@
  * leg, then the network kind's verifier (`kinds/<kind>/settlement.ts`). Nothing is ever "recorded
  * as reported": a leg is either proven on chain or refused.
  */
-import { type NetworkConfig, settlementConfirmations } from '../config.ts';
+import { fulfilConfirmations, type NetworkConfig, settlementConfirmations } from '../config.ts';
 import { resolverById, type SwapContext } from '../context.ts';
 import { E } from '../errors.ts';
 import { kindOf } from '../kinds/registry.ts';
@@ -82,7 +82,11 @@ export async function verifyLeg(
     leg,
     network,
     txHash: tx,
-    minConfirmations: settlementConfirmations(ctx.config, network),
+    // A fulfilment releases the preimage: it needs the network's finality (fulfil_min_confirmations).
+    minConfirmations:
+      leg === 'fulfil'
+        ? fulfilConfirmations(ctx.config, network)
+        : settlementConfirmations(ctx.config, network),
     after: mustFollow(intent, leg, network, deposit),
     deposit,
     resolver: resolver.identity,

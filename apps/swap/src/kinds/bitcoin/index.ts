@@ -44,6 +44,8 @@ export const bitcoin: NetworkKind = {
     return issues;
   },
   defaultConfirmations: (c) => c.bitcoin.min_confirmations,
+  // Three blocks: one- and two-block reorganisations happen; a payment three deep is not undone in practice.
+  fulfilFinality: 3,
 
   isAddress: (address, network) => bitcoinScript(address, btcNetworkOf(network)) !== undefined,
   tokenKey: exactTokenKey,

@@ -59,6 +59,9 @@ export function permit2Kind(spec: Permit2KindSpec): NetworkKind {
       return issues;
     },
     defaultConfirmations: () => 1,
+    // EVM: 12 blocks (Ethereum's customary depth; its finality is ~64); Tron: 19, a solidified block
+    // (confirmed by 19 of its 27 block producers).
+    fulfilFinality: spec.type === 'TRON' ? 19 : 12,
 
     isAddress: (address) => spec.isAddress(address),
     tokenKey: spec.tokenKey,

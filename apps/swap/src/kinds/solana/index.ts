@@ -31,6 +31,9 @@ export const solana: NetworkKind = {
       : [];
   },
   defaultConfirmations: () => 1,
+  // Finalized (counted as 32): an optimistically confirmed transaction is not rolled back in practice,
+  // a finalized one cannot be.
+  fulfilFinality: 32,
 
   isAddress: (address) => isSolanaAddress(address),
   tokenKey: exactTokenKey,
