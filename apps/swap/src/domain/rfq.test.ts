@@ -243,6 +243,50 @@ describe('remote resolvers over RFQ', () => {
     expect((await call('GET', `/resolver/v1/intents/${id}`, KEYS.odd)).status).toBe(404);
   });
 
+  it('the resolvers that lost the quote act on the winner’s intent: accept, decline, deposit, fulfil, claim, refund and secret → 404 RESOLVER_NOT_ASSIGNED, the status unchanged', async () => {
+    odd.state.mode = 'null';
+    const q = await quote();
+    const owner = randomEvmAddress();
+    const created = await call('POST', '/intents', s.apiKey, {
+      quoteId: q.quoteId,
+      sourceAddress: owner,
+      refundAddress: owner,
+      destinationAddress: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const id = created.body.intentId as string;
+    const winner = await call('GET', `/resolver/v1/intents/${id}`, KEYS.beta);
+    expect([winner.status, winner.body.intent.status]).toEqual([200, 'Initiated']);
+
+    // Well-formed requests (source EVM, destination Bitcoin): only the assignment refuses them.
+    const evmTx = `0x${'11'.repeat(32)}`;
+    const attempts: [string, 'GET' | 'POST', object | undefined][] = [
+      ['', 'GET', undefined],
+      ['/accept', 'POST', {}],
+      ['/decline', 'POST', { reason: 'not mine to decline' }],
+      ['/deposit', 'POST', { tx_hash: evmTx }],
+      ['/fulfil', 'POST', { tx_hash: '22'.repeat(32) }],
+      ['/claim', 'POST', { tx_hash: evmTx }],
+      ['/refund', 'POST', { tx_hash: evmTx }],
+      ['/secret', 'GET', undefined],
+    ];
+    for (const loser of [KEYS.alpha, KEYS.odd])
+      for (const [action, method, payload] of attempts) {
+        const r = await call(method, `/resolver/v1/intents/${id}${action}`, loser, payload);
+        expect([r.status, r.body.type], `${action || 'GET'}: ${JSON.stringify(r.body)}`).toEqual([
+          404,
+          'RESOLVER_NOT_ASSIGNED',
+        ]);
+      }
+    expect((await call('GET', `/intents/${id}/status`, s.apiKey)).body).toEqual({ status: 'Initiated' });
+    const events = await s.ctx.db
+      .selectFrom('intent_events')
+      .select('trigger')
+      .where('intent_id', '=', id)
+      .execute();
+    expect(events.map((e) => e.trigger)).toEqual(['create']);
+  });
+
   it('a resolver that does not answer within resolver_timeout_ms is skipped, counted and aborted', async () => {
     odd.state.mode = 'hang';
     const before = stats().of('odd').timeout;

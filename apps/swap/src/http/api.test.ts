@@ -433,6 +433,27 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
       expect((await call('GET', `/intents/${intent.intentId}/status`)).body.status).toBe('Initiated');
     });
 
+    it('refuses the owner’s valid Permit2 signature for intent A replayed as the approval of intent B (same owner, same amount): 422 signer_mismatch, B stays Initiated', async () => {
+      const owner = privateKeyToAccount(generatePrivateKey());
+      const a = await evmIntent(owner);
+      const b = await evmIntent(owner);
+      const signedForA = await sign(owner, a.intent);
+      const replayed = await call('POST', `/intents/${b.intent.intentId}/approvals`, signedForA);
+      expect([replayed.status, replayed.body.type, replayed.body.details?.reason]).toEqual([
+        422,
+        'INVALID_SIGNATURE',
+        'signer_mismatch',
+      ]);
+      expect((await call('GET', `/intents/${b.intent.intentId}/status`)).body).toEqual({
+        status: 'Initiated',
+      });
+      // The signature is A's approval all the same.
+      expect((await call('POST', `/intents/${a.intent.intentId}/approvals`, signedForA)).body).toEqual({
+        intentId: a.intent.intentId,
+        status: 'ApprovalAdded',
+      });
+    });
+
     it('refuses an expired quote, a used quote and an approval after the deadline', async () => {
       const owner = privateKeyToAccount(generatePrivateKey());
       const quote = await quoteA({
@@ -560,8 +581,8 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
   });
 
   describe('cosign approvals (Solana)', () => {
-    async function solIntent() {
-      const user = await generateKeyPairSigner();
+    async function solIntent(given?: Awaited<ReturnType<typeof generateKeyPairSigner>>) {
+      const user = given ?? (await generateKeyPairSigner());
       const quote = await quoteA({
         sourceChain: NET.sol,
         sourceToken: SOL_MINT,
@@ -700,6 +721,27 @@ describe.each(DIALECTS)('swap API on %s', (dialect) => {
         expect([r.status, r.body.code, r.body.details?.reason], reason).toEqual([422, 23, reason]);
       }
       expect((await call('GET', `/intents/${intent.intentId}/status`)).body.status).toBe('Initiated');
+    });
+
+    it('refuses intent A’s user-signed Solana transaction replayed as the approval of intent B (same user, same lamports): 422 message_changed, B stays Initiated', async () => {
+      const { user, intent: a } = await solIntent();
+      const { intent: b } = await solIntent(user);
+      const signedForA = await signCosignApproval(
+        a.cosign!,
+        { address: user.address, sign: (m) => signBytes(user.keyPair.privateKey, m) },
+        { destination: RESOLVER_SOL, lamports: 2_500_000_000n, feePayer: RESOLVER_SOL },
+      );
+      const replayed = await call('POST', `/intents/${b.intentId}/approvals`, signedForA);
+      expect([replayed.status, replayed.body.type, replayed.body.details?.reason]).toEqual([
+        422,
+        'INVALID_COSIGN',
+        'message_changed',
+      ]);
+      expect((await call('GET', `/intents/${b.intentId}/status`)).body).toEqual({ status: 'Initiated' });
+      expect((await call('POST', `/intents/${a.intentId}/approvals`, signedForA)).body).toEqual({
+        intentId: a.intentId,
+        status: 'ApprovalAdded',
+      });
     });
   });
 

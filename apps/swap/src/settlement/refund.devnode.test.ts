@@ -9,7 +9,7 @@
  */
 import { uuidToBytes32 } from '@rgbx/chains/evm';
 import { escrowRefund } from '@rgbx/devnet/evm-devnode';
-import { signPermit2Approval } from '@rgbx/sdk';
+import { permit2TypedData, signPermit2Approval, type TypedDataJson } from '@rgbx/sdk';
 import { generateKeyPairSigner } from '@solana/kit';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -195,6 +195,58 @@ rate = "0.005"
     });
     expect(rec.swapMetadata.refundTx).toBe(refund);
   });
+  it('a stranger’s own lock under this intent’s id, refunded to the stranger: its Refunded event is refused as the intent’s refund (recipient); the owner’s refund is recorded', async () => {
+    const { id, deadline, owner, amount, deployer } = await approvedIntent();
+    const resolver = (action: string, payload: unknown = {}) =>
+      call('POST', `/resolver/v1/intents/${id}/${action}`, payload, RESOLVER_KEY);
+    expect((await resolver('accept')).body.status).toBe('Accepted');
+    const execution = (await call('GET', `/resolver/v1/intents/${id}`, undefined, RESOLVER_KEY)).body
+      .execution;
+    const deposit = await chains.escrowDepositFromExecution(execution);
+    expect((await resolver('deposit', { tx_hash: deposit })).body.status).toBe('UserDeposited');
+
+    // Another account locks its own tokens under this intent's id (the escrow keys locks by
+    // (intent id, owner)) with its own Permit2 signature over a witness whose deadline is long past:
+    // the escrow lets it refund at once, emitting Refunded(this intent id, the stranger).
+    const strangerKey = generatePrivateKey();
+    const stranger = privateKeyToAccount(strangerKey);
+    await chains.ethTransfer(deployer, stranger.address, 10n ** 19n);
+    await chains.erc20Transfer(deployer, chains.usdc, stranger.address, amount);
+    await chains.erc20Approve(strangerKey, chains.usdc, chains.permit2, amount);
+    const typedData = structuredClone(execution.typed_data) as TypedDataJson & {
+      message: { witness: Record<string, unknown> };
+    };
+    typedData.message.witness = { ...typedData.message.witness, deadline: '1' };
+    await chains.escrowDepositFromExecution({
+      ...execution,
+      typed_data: typedData,
+      owner: stranger.address,
+      permit2_signature: await stranger.signTypedData(permit2TypedData({ typedData }) as never),
+    });
+    const strangerRefund = await escrowRefund(
+      chains.evm.rpcUrl,
+      chains.evm.chainId,
+      strangerKey,
+      chains.escrow,
+      uuidToBytes32(id),
+      stranger.address,
+    );
+
+    clock.set(deadline * 1000 + 1000);
+    expect((await call('POST', `/intents/${id}/refund-request`)).body.status).toBe('RefundRequested');
+    const report = (tx: string) => call('POST', `/intents/${id}/refund-tx`, { txHash: tx });
+    const forged = await report(strangerRefund);
+    expect(
+      [forged.status, forged.body.type, forged.body.details?.reason],
+      JSON.stringify(forged.body),
+    ).toEqual([422, 'TX_NOT_VERIFIED', 'recipient']);
+    expect((await call('GET', `/intents/${id}/status`)).body.status).toBe('RefundRequested');
+
+    const refund = await refundOnChain(id, deadline, owner.address, deployer);
+    const done = await report(refund);
+    expect(done.body, JSON.stringify(done.body)).toMatchObject({ status: 'Refunded' });
+  });
+
   it('pulled into the escrow before the resolver accepted and never reported: the user still records the escrow refund → Refunded', async () => {
     const { id, deadline, owner, amount, deployer } = await approvedIntent();
     // The Permit2 signature is the resolver's to see from ApprovalAdded: it pulls at once and never

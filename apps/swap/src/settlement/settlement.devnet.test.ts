@@ -8,8 +8,9 @@
  * `permitWitnessTransferFrom`, the co-signed Solana transaction executes, the resolver's destination
  * payments are real transfers) and tries, before the real one, every forgery a resolver could
  * report: a made-up id on every network, a payment older than the acceptance, to another address,
- * too little, the wrong token, from someone else, a deposit that bypasses the escrow, and one
- * payment reported for two intents.
+ * too little, the wrong token, from someone else, a deposit that bypasses the escrow, an escrow lock
+ * under the intent's id by someone else (or by the owner, deviating from the intent) and its claim,
+ * and one payment reported for two intents (also its id re-cased or without 0x).
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,9 +24,11 @@ import { escrowClaim } from '@rgbx/devnet/evm-devnode';
 import {
   affiliatePermit2TypedData,
   type IntentCreated,
+  permit2TypedData,
   signCosignApproval,
   signHtlcApproval,
   signPermit2Approval,
+  type TypedDataJson,
 } from '@rgbx/sdk';
 import { generateKeyPairSigner, signBytes } from '@solana/kit';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -153,6 +156,41 @@ rate = "0.005"
       unknown
     >;
 
+  /**
+   * Locks tokens in the escrow under intent `id`'s id with `key`'s own Permit2 signature over the
+   * intent's typed data with `change` applied (the permitted token or amount, witness fields). The
+   * escrow keys a lock by (intent id, signer): anyone can lock under any intent id. Without `key`, a
+   * new account that is not the intent's owner, given gas, the tokens and the Permit2 allowance.
+   */
+  async function lockUnderIntent(
+    id: string,
+    change: { key?: Hex; token?: Hex; amount?: bigint; witness?: Record<string, string> } = {},
+  ): Promise<{ owner: Hex; tx: Hex }> {
+    const ex = await execution(id);
+    const typedData = structuredClone(ex.typed_data) as TypedDataJson & {
+      message: { permitted: { token: Hex; amount: string }; witness: Record<string, unknown> };
+    };
+    const m = typedData.message;
+    const token = change.token ?? m.permitted.token;
+    const amount = change.amount ?? BigInt(m.permitted.amount);
+    const key = change.key ?? generatePrivateKey();
+    const signer = privateKeyToAccount(key);
+    const deployer = chains.evm.accounts[0]!.privateKey;
+    if (!change.key) await chains.ethTransfer(deployer, signer.address, 10n ** 19n);
+    await chains.erc20Transfer(deployer, token, signer.address, amount);
+    await chains.erc20Approve(key, token, chains.permit2, amount);
+    m.permitted = { token, amount: amount.toString() };
+    m.witness = { ...m.witness, ...change.witness };
+    const signature = await signer.signTypedData(permit2TypedData({ typedData }) as never);
+    const tx = await chains.escrowDepositFromExecution({
+      ...ex,
+      typed_data: typedData,
+      owner: signer.address,
+      permit2_signature: signature,
+    });
+    return { owner: signer.address, tx };
+  }
+
   /** An EVM owner with gas and USDC, its Permit2 allowance, and a signed Permit2 intent towards `dest`. */
   async function permit2Intent(destChain: number, destToken: string, amountLots: string, dest: string) {
     const ownerKey = generatePrivateKey();
@@ -211,7 +249,7 @@ rate = "0.005"
     return { user, q, i, min: BigInt(q.minDestAmountLots) };
   }
 
-  it('Bitcoin → EVM: HTLC deposit, the ERC-20 payment verified, preimage, claim; forgeries and a reused payment refused', async () => {
+  it('Bitcoin → EVM: HTLC deposit, the ERC-20 payment verified, preimage, claim; forgeries and a reused payment or txid (also upper-case, without 0x) refused', async () => {
     // Every configured network's node answers: the service is healthy.
     const health = await call('GET', '/healthcheck');
     expect([health.status, health.body]).toEqual([200, undefined]);
@@ -230,6 +268,8 @@ rate = "0.005"
     await ok(a.i.intentId, 'deposit', a.i.htlc!.fundingTxid, 'UserDeposited');
     // A's funding transaction cannot be B's deposit (another intent's tx), nor settle anything twice.
     await refused(b.i.intentId, 'deposit', a.i.htlc!.fundingTxid, '', 'TX_ALREADY_USED');
+    // The same txid in upper case is the same transaction (ids are compared in canonical form).
+    await refused(b.i.intentId, 'deposit', a.i.htlc!.fundingTxid.toUpperCase(), '', 'TX_ALREADY_USED');
     await ok(b.i.intentId, 'deposit', b.i.htlc!.fundingTxid, 'UserDeposited');
 
     const id = a.i.intentId;
@@ -268,6 +308,9 @@ rate = "0.005"
     await ok(id, 'fulfil', paid, 'Fulfilled');
     // One payment, two intents to the same address: the second report is refused and B keeps waiting.
     await refused(b.i.intentId, 'fulfil', paid, '', 'TX_ALREADY_USED');
+    // Nor the same hash written otherwise: upper-case hex, without 0x, both.
+    for (const variant of [`0x${paid.slice(2).toUpperCase()}`, paid.slice(2), paid.slice(2).toUpperCase()])
+      await refused(b.i.intentId, 'fulfil', variant, '', 'TX_ALREADY_USED');
     expect(await status(b.i.intentId)).toBe('UserDeposited');
 
     const preimage = await secret(id);
@@ -531,6 +574,77 @@ rate = "0.005"
     const pulledEarly = await chains.escrowDepositFromExecution(await execution(id));
     expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
     await refused(id, 'deposit', pulledEarly, 'older_than_acceptance');
+  });
+
+  it('EVM deposit: a stranger’s lock under this intent’s id (its own Permit2 signature, same token and amount, after the acceptance) is refused as the deposit (owner)', async () => {
+    const { i } = await permit2Intent(NET.btc, 'BTC', '250000000', btcKey().address);
+    const id = i.intentId;
+    expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
+    const stranger = await lockUnderIntent(id);
+    await refused(id, 'deposit', stranger.tx, 'owner');
+    // The owner's own pull still proves the deposit.
+    await ok(id, 'deposit', await chains.escrowDepositFromExecution(await execution(id)), 'UserDeposited');
+  });
+
+  it('EVM deposit: the owner’s own lock under this intent’s id that deviates from the intent is refused with the field (token, amount, resolver, secret_hash, refund_after)', async () => {
+    const deviations: [string, (deadline: number) => Parameters<typeof lockUnderIntent>[1]][] = [
+      ['token', () => ({ token: chains.otherToken })],
+      ['amount', () => ({ amount: 1n })],
+      ['resolver', () => ({ witness: { resolver: randomEvmAddress() } })],
+      ['secret_hash', () => ({ witness: { secretHash: `0x${'ab'.repeat(32)}` } })],
+      // refundAfter = deadline - 1 + the escrow's delay: the user could refund one second before the margin.
+      ['refund_after', (deadline) => ({ witness: { deadline: String(deadline - 1) } })],
+    ];
+    for (const [reason, change] of deviations) {
+      const { i, ownerKey } = await permit2Intent(NET.btc, 'BTC', '250000000', btcKey().address);
+      const id = i.intentId;
+      expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
+      const lock = await lockUnderIntent(id, { key: ownerKey, ...change(i.deadlineSecs) });
+      await refused(id, 'deposit', lock.tx, reason);
+      expect(await status(id), reason).toBe('Accepted');
+    }
+  });
+
+  it('EVM claim: strangers’ locks under this intent’s id with its secret hash, claimed with the released preimage, are refused as the claim (claim_transfer); the owner’s lock claimed is recorded', async () => {
+    const { owner, q, i, dest } = await permit2Intent(NET.btc, 'BTC', '250000000', btcKey().address);
+    const id = i.intentId;
+    const min = BigInt(q.minDestAmountLots);
+    expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
+    await ok(id, 'deposit', await chains.escrowDepositFromExecution(await execution(id)), 'UserDeposited');
+    const data = String(
+      (await call('GET', `/resolver/v1/intents/${id}`, undefined, RESOLVER_KEY)).body.fulfil_commitment,
+    ).slice(4);
+    await ok(id, 'fulfil', await devnet.fund(dest, sats(min), { confirm: true, data }), 'Fulfilled');
+    const preimage = await secret(id);
+    const claimLockOf = (lockOwner: Hex) =>
+      escrowClaim(
+        chains.evm.rpcUrl,
+        chains.evm.chainId,
+        RESOLVER_EVM_KEY,
+        chains.escrow,
+        uuidToBytes32(id),
+        lockOwner,
+        preimage,
+      );
+    // Each lock is another account's, under this intent id and its (public) secret hash: its claim
+    // emits Claimed(this intent id, resolver, this preimage), but pays 1 unit, or another token, or
+    // the exact amount to an address that is not the intent's resolver.
+    for (const change of [
+      { amount: 1n },
+      { token: chains.otherToken },
+      { witness: { resolver: randomEvmAddress() } },
+    ]) {
+      const lock = await lockUnderIntent(id, change);
+      await refused(id, 'claim', await claimLockOf(lock.owner), 'claim_transfer');
+    }
+    const claim = await claimLockOf(owner.address);
+    await ok(id, 'claim', claim, 'Fulfilled');
+    const rec = (await call('GET', `/swaps/${id}`)).body;
+    expect(rec.settlement.map((l: { leg: string; txHash: string }) => [l.leg, l.txHash])).toEqual([
+      ['deposit', rec.settlement[0].txHash],
+      ['fulfil', rec.settlement[1].txHash],
+      ['claim', claim],
+    ]);
   });
 
   it('Tron → EVM: TIP-712 Permit2 pulled by the escrow, read through the Ethereum-compatible JSON-RPC with Tron addresses', async () => {

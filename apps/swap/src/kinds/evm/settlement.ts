@@ -6,8 +6,12 @@
  *   margin) together with the token's `Transfer` owner → escrow of that amount;
  * - fulfil: an ERC-20 `Transfer` of the destination token from the resolver to the user of at least
  *   `min_dest_amount` (native coin: the transaction's own value, from the resolver, to the user);
- * - claim / refund: the escrow's `Claimed` (preimage hashing to the secret hash) / `Refunded` event
- *   for THIS intent id.
+ * - claim: the escrow's `Claimed` event for THIS intent id (preimage hashing to the secret hash)
+ *   right after the token's `Transfer` escrow → the intent's resolver of exactly the source amount of
+ *   the source token: `Claimed` names no owner, and anyone may lock under any intent id (the escrow
+ *   keys locks by (intent id, owner)), so a stranger's lock under this id, claimed with the released
+ *   preimage, must not pass for the user's;
+ * - refund: the escrow's `Refunded` event for THIS intent id, to the intent's owner.
  * Every leg: a successful receipt, the configured confirmations; fulfil and deposit mined after the
  * acceptance.
  */
@@ -67,11 +71,14 @@ async function load(gateway: ChainGateway, check: LegCheck): Promise<{ receipt: 
   return { receipt, conf };
 }
 
-function escrowEvent(check: LegCheck, receipt: EvmReceipt, topic: string, a: EvmAddressing): EvmLog {
+/** The escrow's `topic` events for THIS intent id in the receipt, in log order; refuses (escrow_event) if none. */
+function escrowEvents(check: LegCheck, receipt: EvmReceipt, topic: string, a: EvmAddressing): EvmLog[] {
   const escrow = a.toRpc(check.network.escrow_address!);
   const id = uuidToBytes32(check.intent.id).toLowerCase();
-  const log = receipt.logs.find((l) => l.address === escrow && l.topics[0] === topic && l.topics[1] === id);
-  if (!log)
+  const logs = receipt.logs.filter(
+    (l) => l.address === escrow && l.topics[0] === topic && l.topics[1] === id,
+  );
+  if (logs.length === 0)
     refuse(
       'escrow_event',
       `the transaction has no escrow event for this intent from ${check.network.escrow_address}`,
@@ -79,8 +86,11 @@ function escrowEvent(check: LegCheck, receipt: EvmReceipt, topic: string, a: Evm
         escrow: check.network.escrow_address,
       },
     );
-  return log;
+  return logs;
 }
+
+const escrowEvent = (check: LegCheck, receipt: EvmReceipt, topic: string, a: EvmAddressing): EvmLog =>
+  escrowEvents(check, receipt, topic, a)[0]!;
 
 export async function verifyEvmLeg(
   gateway: ChainGateway,
@@ -193,10 +203,44 @@ export async function verifyEvmLeg(
   }
 
   if (check.leg === 'claim') {
-    const ev = escrowEvent(check, receipt, TOPICS.Claimed, a);
-    const preimage = Buffer.from(word(ev.data, 0).slice(2), 'hex');
-    if (`0x${createHash('sha256').update(preimage).digest('hex')}` !== intent.secretHash.toLowerCase())
-      refuse('preimage', 'the claim does not reveal the preimage');
+    const claims = escrowEvents(check, receipt, TOPICS.Claimed, a);
+    const secretHash = intent.secretHash.toLowerCase();
+    const revealing = claims.filter(
+      (l) =>
+        `0x${createHash('sha256')
+          .update(Buffer.from(word(l.data, 0).slice(2), 'hex'))
+          .digest('hex')}` === secretHash,
+    );
+    if (revealing.length === 0) refuse('preimage', 'the claim does not reveal the preimage');
+    // SwapEscrow.claim pays the lock (token.transfer(resolver, amount)) and then emits Claimed: the
+    // log right before this intent's Claimed is that payment. The user's lock was verified at the
+    // deposit: this token, this amount, this resolver.
+    const escrowRpc = a.toRpc(escrow);
+    const resolver = a.toRpc(pc.witness.resolver);
+    const token = a.toRpc(pc.token);
+    const ev = revealing.find((l) => {
+      const t = receipt.logs[receipt.logs.indexOf(l) - 1];
+      return (
+        t !== undefined &&
+        t.address === token &&
+        t.topics[0] === TOPICS.Transfer &&
+        t.topics.length === 3 &&
+        topicAddress(t.topics[1]) === escrowRpc &&
+        topicAddress(t.topics[2]) === resolver &&
+        topicAddress(l.topics[2]) === resolver &&
+        BigInt(t.data) === intent.sourceAmountLots
+      );
+    });
+    if (!ev)
+      refuse(
+        'claim_transfer',
+        `the claim does not pay this intent's lock: no Transfer of exactly ${intent.sourceAmountLots} ${intent.sourceToken} from the escrow to the resolver ${pc.witness.resolver} with it`,
+        {
+          required: intent.sourceAmountLots.toString(),
+          token: intent.sourceToken,
+          resolver: pc.witness.resolver,
+        },
+      );
     return {
       ...at,
       index: ev.logIndex,
