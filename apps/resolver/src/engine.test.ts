@@ -649,6 +649,60 @@ describe('FillEngine with fake service and wallets', () => {
       expect(await loadFill(r.store.db, 'intent-1')).toMatchObject({ state: 'done', note: 'refunded' });
     });
 
+    it('an expired cosign intent whose deposit it sent and never reported: reports it (recorded late), then refunds it; a deposit never sent is not sent now', async () => {
+      const r = await rig();
+      const expired = (id: string) =>
+        intentView({
+          id,
+          status: 'Expired',
+          mechanism: 'cosign',
+          sourceChain: SOL_NET,
+          sourceToken: SOL_MINT,
+          destChain: EVM_NET,
+          sourceAmount: '2000000000',
+          refundAddress: 'UserRefundAddress1111111111111111111111111',
+        });
+      r.api.add(expired('intent-1'));
+      r.api.add(expired('never-sent'));
+      const store = (intentId: string, txid: string) =>
+        storeTx(
+          r.store.db,
+          { intentId, role: 'deposit', attempt: 0, networkId: SOL_NET, tx: { txid, raw: 'r', meta: {} } },
+          NOW,
+        );
+      await store('intent-1', 'sol-deposit-sent');
+      await store('never-sent', 'sol-deposit-unsent');
+      r.sol.states.set('sol-deposit-sent', { state: 'confirmed', confirmations: 1 });
+      // The service records the late deposit (record_deposit): the leg appears on the intent.
+      r.api.on.deposit = (id, tx) =>
+        (r.api.views.get(id as string)!.intent as unknown as { settlement: Leg[] }).settlement.push({
+          leg: 'deposit',
+          tx_hash: tx as string,
+          recipient: r.sol.identity,
+          amount: '2000000000',
+        } as Leg);
+      r.sol.afterBroadcast = { state: 'confirmed', confirmations: 1 };
+      await r.run('intent-1');
+      await r.run('intent-1');
+      expect(r.api.callsOf('deposit')).toEqual([['intent-1', 'sol-deposit-sent']]);
+      expect(r.sol.payments).toEqual([
+        {
+          intentId: 'intent-1',
+          token: SOL_MINT,
+          to: 'UserRefundAddress1111111111111111111111111',
+          amount: 2_000_000_000n,
+        },
+      ]);
+      expect(r.api.callsOf('refund')).toEqual([['intent-1', 'sol-pay-1']]);
+      expect(await loadFill(r.store.db, 'intent-1')).toMatchObject({ state: 'done', note: 'refunded' });
+
+      // Signed and stored, never on chain: the intent has ended, so it stays unsent and nothing is owed.
+      await r.run('never-sent');
+      expect(r.sol.broadcasts.map((b) => b.txid)).toEqual(['sol-pay-1']);
+      expect(r.api.callsOf('deposit')).toEqual([['intent-1', 'sol-deposit-sent']]);
+      expect(r.sol.payments).toHaveLength(1);
+    });
+
     it('does not refund a cosign deposit paid to another wallet, nor an htlc intent', async () => {
       const r = await rig();
       r.api.add(

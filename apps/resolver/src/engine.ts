@@ -373,9 +373,10 @@ export class FillEngine {
       if (!t) throw new Error(`no deposit transaction for mechanism ${view.approval_mechanism}`);
       const s = await this.#settleTx(w, t);
       if (s === 'failed') {
+        // Accepted: no decline any more (the service refuses it); the intent expires, nothing was taken.
         const reason = `the deposit transaction ${t.txid} failed on chain`;
-        await this.#d.api.decline(r.intent_id, reason);
-        return this.#finish(view, 'declined', reason);
+        this.#d.log.warn({ intent: r.intent_id, txid: t.txid }, 'deposit failed: the intent will expire');
+        return this.#finish(view, 'abandoned', reason);
       }
       if (s !== 'confirmed') return 'wait';
       txid = t.txid;
@@ -451,6 +452,8 @@ export class FillEngine {
   /**
    * Expired (or refund requested) after a co-signed Solana deposit: the lamports went to this resolver,
    * so it sends exactly them back to the refund address. HTLC and escrow refunds are the user's own.
+   * A deposit it sent and never reported (it stopped past the deadline) is reported first: the service
+   * records it for an intent that has ended, and the refund follows.
    */
   async #refundIfOwed(view: IntentView): Promise<Outcome> {
     const r = rec(view);
@@ -458,6 +461,19 @@ export class FillEngine {
     const deposit = legs(view).find((l) => l.leg === 'deposit') as
       | (Leg & { recipient?: string; amount?: string })
       | undefined;
+    if (view.approval_mechanism === 'cosign' && !deposit) {
+      const sent = await latestTx(this.#d.db, r.intent_id, 'deposit');
+      if (sent && sent.state !== 'dead') {
+        // Its state on chain only: a deposit never sent is not sent now (the intent has ended).
+        const s = (await this.#wallet(r.source_chain).status(sent)).state;
+        if (s === 'pending') return 'wait';
+        if (s === 'confirmed') {
+          if (!(await this.#report(r.intent_id, 'deposit', sent.txid))) return 'wait';
+          this.#d.log.warn({ intent: r.intent_id, txid: sent.txid }, 'late deposit recorded: refunding');
+          return 'wait'; // the next look sees the recorded deposit and refunds it
+        }
+      }
+    }
     if (view.approval_mechanism !== 'cosign' || !deposit || legs(view).some((l) => l.leg === 'refund'))
       return this.#finish(view, 'done', r.status);
     const w = this.#wallet(r.source_chain);

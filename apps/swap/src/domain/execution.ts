@@ -33,7 +33,7 @@ async function loadForResolver(ctx: SwapContext, resolverId: string, id: string)
 
 function requireTransition(intent: Intent, trigger: Trigger): void {
   if (!canTransition(intent.status, trigger)) {
-    if (intent.status === 'Expired' && !['request_refund', 'refund'].includes(trigger))
+    if (intent.status === 'Expired' && !['request_refund', 'refund', 'record_deposit'].includes(trigger))
       throw E.INTENT_EXPIRED.create(intent.id);
     throw E.INVALID_TRANSITION.create(trigger.replace('_', ' '), intent.status);
   }
@@ -87,7 +87,7 @@ async function settle(
   const t0 = performance.now();
   let proof: Awaited<ReturnType<typeof verifyLeg>>;
   try {
-    proof = await verifyLeg(ctx, intent, leg, txHash);
+    proof = await verifyLeg(ctx, intent, leg, txHash, trigger === 'record_deposit');
   } catch (err) {
     ctx.metrics.settlements.inc({ network, leg, result: errorOutcome(err) });
     throw err;
@@ -127,9 +127,51 @@ export async function reportLeg(
   txHash: string,
 ): Promise<Intent> {
   const intent = await loadForResolver(ctx, resolverId, id);
+  // A deposit reported once the intent has ended (expired or declined): recorded for the refund path.
+  if (leg === 'deposit' && canTransition(intent.status, 'record_deposit'))
+    return recordDeposit(ctx, intent, `resolver:${resolverId}`, txHash);
   requireTransition(intent, leg);
   if (leg === 'claim' && intent.row.swap_tx) throw E.INVALID_TRANSITION.create('claim again', intent.status);
   return settle(ctx, intent, leg, leg, `resolver:${resolverId}`, txHash, LEG_PATCH[leg]);
+}
+
+/**
+ * A deposit reported by the user (or its resolver, late) once the intent has ended without one:
+ * Declined, Expired or RefundRequested. The resolver holds the user's approval from ApprovalAdded and
+ * may have used it before accepting (a deposit then older than the acceptance), before declining, or
+ * without reporting it (a crash past the deadline); this records it, proven on chain by the kind's
+ * deposit rules whenever it was mined, so that the refund path opens. The status does not change.
+ */
+export async function reportLateDeposit(
+  ctx: SwapContext,
+  apiKeyId: string,
+  id: string,
+  txHash: string,
+): Promise<Intent> {
+  const intent = await expireIfDue(ctx.db, await loadIntent(ctx.db, id, { apiKeyId }), ctx.now());
+  return recordDeposit(ctx, intent, 'user', txHash);
+}
+
+async function recordDeposit(
+  ctx: SwapContext,
+  intent: Intent,
+  actor: string,
+  txHash: string,
+): Promise<Intent> {
+  requireTransition(intent, 'record_deposit');
+  if (intent.row.user_deposit_tx || intent.row.approved_at == null)
+    throw E.INVALID_TRANSITION.createWith(
+      {
+        details: {
+          reason: intent.row.user_deposit_tx
+            ? 'a deposit is already recorded'
+            : 'the intent was never approved',
+        },
+      },
+      'record deposit',
+      intent.status,
+    );
+  return settle(ctx, intent, 'deposit', 'record_deposit', actor, txHash, LEG_PATCH.deposit);
 }
 
 /** The preimage, for the accepting resolver of a Fulfilled intent. */

@@ -13,10 +13,10 @@ import {
 } from './lifecycle.ts';
 
 describe('lifecycle table', () => {
-  it('reaches every status and leaves only Declined, Fulfilled and Refunded terminal', () => {
+  it('reaches every status and leaves only Fulfilled and Refunded terminal (Declined and Expired keep the refund path)', () => {
     const reached = new Set(TRANSITIONS.flatMap((t) => (t.to === 'unchanged' ? [] : [t.to])));
     expect([...reached].sort()).toEqual([...STATUSES].sort());
-    expect([...TERMINAL].sort()).toEqual(['Declined', 'Fulfilled', 'Refunded']);
+    expect([...TERMINAL].sort()).toEqual(['Fulfilled', 'Refunded']);
     expect(EXPIRABLE).toEqual(['Initiated', 'ApprovalAdded', 'Accepted', 'UserDeposited']);
   });
 

@@ -33,7 +33,8 @@ export type Trigger =
   | 'claim'
   | 'expire'
   | 'request_refund'
-  | 'refund';
+  | 'refund'
+  | 'record_deposit';
 
 export type Actor = 'user' | 'resolver' | 'scheduler' | 'user or resolver';
 
@@ -83,7 +84,7 @@ export const TRANSITIONS: readonly Transition[] = [
     to: 'Declined',
     actor: 'resolver',
     condition:
-      "the quoting resolver, before it accepts (once accepted, the user's funds may be moving: htlc funding broadcast on accept, an escrow pull, a co-signed transfer; an accepted intent not filled expires into the refund path)",
+      "the quoting resolver, before it accepts (once accepted, the user's funds may be moving: htlc funding broadcast on accept, an escrow pull, a co-signed transfer; an accepted intent not filled expires into the refund path). The resolver has held the user's approval since ApprovalAdded: a deposit it made with it anyway is recorded later (record_deposit) and refunded",
     effects: 'reserved UTXOs released',
   },
   {
@@ -124,7 +125,7 @@ export const TRANSITIONS: readonly Transition[] = [
   },
   {
     trigger: 'request_refund',
-    from: ['Expired'],
+    from: ['Expired', 'Declined'],
     to: 'RefundRequested',
     actor: 'user',
     condition:
@@ -133,13 +134,23 @@ export const TRANSITIONS: readonly Transition[] = [
   },
   {
     trigger: 'refund',
-    from: ['Expired', 'RefundRequested'],
+    from: ['Expired', 'RefundRequested', 'Declined'],
     to: 'Refunded',
     actor: 'user or resolver',
     condition:
       "a deposit recorded, or, once approved, a refund that proves itself whatever was reported (Bitcoin: a spend of this intent's HTLC output; EVM/Tron: the escrow's Refunded event for this intent, a lock only the user's Permit2 signature can make), so a resolver that moved the funds without reporting them (or before accepting) cannot block it; Solana needs the recorded deposit; proven on chain, not before the deposit: Bitcoin: the tx spends this intent's HTLC output through the refund leaf; EVM/Tron: the escrow's Refunded event for this intent to the owner; Solana: System transfers from the account that received the deposit (or the resolver's solana_address) to refund_address of exactly the deposited lamports, in a later slot than the deposit",
     effects:
       'swap_metadata.refunded_at (refund_requested_at filled in if it was skipped); the proof in settlement[]',
+  },
+  {
+    trigger: 'record_deposit',
+    from: ['Declined', 'Expired', 'RefundRequested'],
+    to: 'unchanged',
+    actor: 'user or resolver',
+    condition:
+      "no deposit recorded yet; the approved deposit proven on chain by the `deposit` rules except the acceptance: its content binds it to this intent whenever it was mined (Bitcoin: the approved funding txid; EVM/Tron: the escrow's Deposited event for this intent made with the user's Permit2 signature; Solana: the approved co-signed transaction). For a deposit the resolver made and never reported, before accepting, or before declining",
+    effects:
+      'swap_metadata.user_deposit_tx, user_deposited_at; the proof in settlement[]; the refund path opens (a Solana resolver owes the lamports back)',
   },
 ];
 

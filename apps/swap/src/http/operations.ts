@@ -10,7 +10,7 @@ import { type FastifyReply, type FastifyRequest, type TSchema, Type } from '@rgb
 import type { SwapContext } from '../context.ts';
 import { createAffiliate, listAffiliates } from '../domain/affiliates.ts';
 import { type ApprovalSubmission, addApproval } from '../domain/approvals.ts';
-import { reportRefund, requestRefund } from '../domain/execution.ts';
+import { reportLateDeposit, reportRefund, requestRefund } from '../domain/execution.ts';
 import { createIntent } from '../domain/intents.ts';
 import { TERMINAL } from '../domain/lifecycle.ts';
 import { createQuote } from '../domain/quotes.ts';
@@ -334,6 +334,22 @@ export const OPERATIONS: readonly Operation[] = [
     },
     handle: async (c) =>
       IntentStatusReply(await reportRefund(c.ctx, { apiKeyId: c.apiKeyId }, c.id, c.body.txHash)),
+  }),
+  op({
+    method: 'POST',
+    summary:
+      "Report the user's deposit of an intent that ended without one recorded (Declined, Expired, RefundRequested): the resolver used the approval before accepting or declining, or never reported it. Checked on chain (the approved funding, escrow lock or co-signed transaction); the status does not change, the refund path opens",
+    errors: [400, 401, 404, 409, 422, 503],
+    body: A.RefundTxRequest,
+    reply: A.IntentStatusChange,
+    a: { path: '/intents/:id/deposit-tx', operationId: 'reportDepositTx' },
+    b: {
+      path: '/intents/:intent_id/deposit-tx',
+      operationId: 'affiliateReportDepositTx',
+      body: B.RefundTxRequestB,
+      reply: B.IntentStatusChangeB,
+    },
+    handle: async (c) => IntentStatusReply(await reportLateDeposit(c.ctx, c.apiKeyId, c.id, c.body.txHash)),
   }),
   op({
     method: 'POST',

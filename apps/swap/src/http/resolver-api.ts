@@ -144,7 +144,7 @@ export function registerResolverApi(app: ServiceApp, ctx: SwapContext): void {
       action(
         '/intents/:intent_id/deposit',
         'resolverDeposit',
-        'Accepted → UserDeposited (checked on chain)',
+        'Accepted → UserDeposited (checked on chain); on an intent that ended without a deposit (Declined, Expired, RefundRequested), records it for the refund path (record_deposit; status unchanged)',
         (r, id, b) => reportLeg(ctx, r, id, 'deposit', b.tx_hash!),
         TxBody,
       );

@@ -279,17 +279,62 @@ describe.each(DIALECTS)('what binds a leg to its intent, party and moment (%s)',
     });
   });
 
-  it('Solana deposit: the approved co-signed transaction, executed before the resolver accepted, proves nothing', async () => {
-    clock.set(Date.now());
-    const user = await generateKeyPairSigner();
-    await chains.sol.airdrop(user.address, 3n * 10n ** 9n);
-    const { id } = await solIntent(user, user.address);
+  /** The resolver co-signs the approved transaction and sends it, reporting nothing: its signature. */
+  async function depositUnreported(id: string): Promise<string> {
     const ex = (await call('GET', `/resolver/v1/intents/${id}`, undefined, RESOLVER_KEY)).body.execution;
     const wire = Buffer.from(String(ex.signed_transaction), 'hex');
     wire.set(await signBytes(RESOLVER_SOL_SIGNER.keyPair.privateKey, wire.subarray(1 + 64 * wire[0]!)), 1);
-    const early = await chains.solSend(wire.toString('hex'));
+    return chains.solSend(wire.toString('hex'));
+  }
+
+  it('Solana deposit: the approved co-signed transaction, executed before the resolver accepted, proves nothing — until the intent expires: then the user records it and the refund path opens', async () => {
+    clock.set(Date.now());
+    const user = await generateKeyPairSigner();
+    await chains.sol.airdrop(user.address, 3n * 10n ** 9n);
+    const { id, i, lamports } = await solIntent(user, user.address);
+    const early = await depositUnreported(id);
     expect((await resolver(id, 'accept')).body.status).toBe('Accepted');
     await refused(id, 'deposit', early, 'older_than_acceptance');
+    // Not before the intent has ended: a live intent's deposit is the resolver's to report.
+    const live = await call('POST', `/intents/${id}/deposit-tx`, { txHash: early });
+    expect([live.status, live.body.type]).toEqual([409, 'INVALID_TRANSITION']);
+    // Nothing recorded, nothing refundable: what the user saw before record_deposit existed.
+    clock.set(i.deadlineSecs * 1000 + 1000);
+    const asked = await call('POST', `/intents/${id}/refund-request`);
+    expect([asked.status, asked.body.details?.reason]).toEqual([409, 'nothing was deposited']);
+
+    const recorded = await call('POST', `/intents/${id}/deposit-tx`, { txHash: early });
+    expect(recorded.body, JSON.stringify(recorded.body)).toMatchObject({ status: 'Expired' });
+    expect(await legs(id)).toEqual(['deposit']);
+    const again = await call('POST', `/intents/${id}/deposit-tx`, { txHash: early });
+    expect([again.status, again.body.details?.reason]).toEqual([409, 'a deposit is already recorded']);
+    expect((await call('POST', `/intents/${id}/refund-request`)).body.status).toBe('RefundRequested');
+    const refund = await chains.solTransfer(RESOLVER_SOL_SIGNER, user.address, lamports);
+    const done = await resolver(id, 'refund', { tx_hash: refund });
+    expect(done.body, JSON.stringify(done.body)).toEqual({ intent_id: id, status: 'Refunded' });
+    expect(await legs(id)).toEqual(['deposit', 'refund']);
+  });
+
+  it("Solana deposit made before a decline: the Declined intent records it (not another intent's) and is refunded", async () => {
+    clock.set(Date.now());
+    const user = await generateKeyPairSigner();
+    await chains.sol.airdrop(user.address, 5n * 10n ** 9n);
+    const { id, lamports } = await solIntent(user, user.address);
+    const other = await solIntent(user, user.address);
+    // The resolver takes the user's SOL with the approval it was shown, then declines.
+    const taken = await depositUnreported(id);
+    const otherDeposit = await depositUnreported(other.id);
+    expect((await resolver(id, 'decline', { reason: 'changed my mind' })).body.status).toBe('Declined');
+
+    // Another intent's executed approval is not this intent's deposit.
+    const forged = await call('POST', `/intents/${id}/deposit-tx`, { txHash: otherDeposit });
+    expect([forged.status, forged.body.details?.reason]).toEqual([422, 'not_the_approved_transaction']);
+    const recorded = await call('POST', `/intents/${id}/deposit-tx`, { txHash: taken });
+    expect(recorded.body, JSON.stringify(recorded.body)).toMatchObject({ status: 'Declined' });
+    expect((await call('POST', `/intents/${id}/refund-request`)).body.status).toBe('RefundRequested');
+    const refund = await chains.solTransfer(RESOLVER_SOL_SIGNER, user.address, lamports);
+    const done = await call('POST', `/intents/${id}/refund-tx`, { txHash: refund });
+    expect(done.body, JSON.stringify(done.body)).toMatchObject({ status: 'Refunded' });
   });
 
   it('Bitcoin fulfilment: a block mined between the transaction read and the tip read does not make a payment in the acceptance block fresh', async () => {

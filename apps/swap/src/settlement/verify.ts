@@ -36,6 +36,9 @@ export async function readAcceptanceTips(ctx: SwapContext, intent: Intent): Prom
  * - a claim or refund: the verified deposit. A spend of the deposit's own output (HTLC leaves) or an
  *   escrow event for this intent cannot precede it on chain and may share its block; a Solana refund
  *   is a free transfer from the resolver, so it must be in a later slot than the deposit;
+ * - a deposit recorded after the intent ended (`late`: record_deposit): none. Its content binds it to
+ *   this intent (the approved funding txid, the escrow's Deposited event for this intent, the approved
+ *   co-signed message); it is recorded only to open the refund path, never to move towards a fulfilment;
  * - a refund with no recorded deposit (the resolver moved the user's funds and never reported it, or
  *   before accepting): one that spends this intent's own HTLC output or is the escrow's Refunded event
  *   for this intent is bound to it whenever it happened (null); a free transfer needs the acceptance.
@@ -45,6 +48,7 @@ export function mustFollow(
   leg: Leg,
   network: NetworkConfig,
   deposit: LegRecord | null,
+  late = false,
 ): After | null {
   const acceptance = (): After => {
     const tips = intent.row.accepted_tips
@@ -55,7 +59,7 @@ export function mustFollow(
   };
   const source = kindOf(network);
   if (leg === 'fulfil') return acceptance();
-  if (leg === 'deposit') return source.depositIsOwnTransaction ? null : acceptance();
+  if (leg === 'deposit') return source.depositIsOwnTransaction || late ? null : acceptance();
   if (!deposit) return leg === 'refund' && source.refundSpendsDeposit ? null : acceptance();
   return {
     event: 'deposit',
@@ -64,12 +68,16 @@ export function mustFollow(
   };
 }
 
-/** Proves `leg` of `intent` with the reported transaction, or throws (TX_NOT_VERIFIED, TX_ALREADY_USED, 503). */
+/**
+ * Proves `leg` of `intent` with the reported transaction, or throws (TX_NOT_VERIFIED, TX_ALREADY_USED, 503).
+ * `late`: a deposit recorded after the intent ended (see {@link mustFollow}).
+ */
 export async function verifyLeg(
   ctx: SwapContext,
   intent: Intent,
   leg: Leg,
   txHash: string,
+  late = false,
 ): Promise<LegProof> {
   const network = ctx.catalog.network(leg === 'fulfil' ? intent.destChain : intent.sourceChain);
   const tx = normalizeTxHash(network, txHash);
@@ -87,7 +95,7 @@ export async function verifyLeg(
       leg === 'fulfil'
         ? fulfilConfirmations(ctx.config, network)
         : settlementConfirmations(ctx.config, network),
-    after: mustFollow(intent, leg, network, deposit),
+    after: mustFollow(intent, leg, network, deposit, late),
     deposit,
     resolver: resolver.identity,
     refundSafetyMarginSecs: ctx.config.swap.refund_safety_margin_secs,

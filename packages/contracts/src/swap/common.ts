@@ -46,6 +46,7 @@ export const TRIGGERS = [
   'expire',
   'request_refund',
   'refund',
+  'record_deposit',
 ] as const;
 export const Trigger = literalUnion(TRIGGERS, { description: 'What moved the intent' });
 /**

@@ -209,6 +209,19 @@ export class SwapClient extends HttpBase {
     return this.request('POST', `/intents/${encodeURIComponent(intentId)}/refund-tx`, { txHash });
   }
 
+  /**
+   * Reports the user's deposit of an intent that ended (Declined, Expired, RefundRequested) with none
+   * recorded: the resolver used the approval and never reported it. Proven on chain; the status stays,
+   * the refund path opens (then {@link requestRefund}, and the refund).
+   *
+   * @example
+   * await swap.reportDepositTx(intentId, depositSignature); // the co-signed transfer seen in the wallet
+   * await swap.requestRefund(intentId);
+   */
+  reportDepositTx(intentId: string, txHash: string): Promise<IntentStatusChange> {
+    return this.request('POST', `/intents/${encodeURIComponent(intentId)}/deposit-tx`, { txHash });
+  }
+
   swaps(q: SwapListQuery = {}): Promise<SwapPage> {
     return this.request('GET', '/swaps', undefined, { ...q });
   }
