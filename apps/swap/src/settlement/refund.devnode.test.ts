@@ -124,6 +124,19 @@ rate = "0.005"
     return { id, deadline, owner, amount, deployer };
   }
 
+  /** {@link approvedIntent}, accepted, its escrow deposit made and reported (UserDeposited). */
+  async function depositedIntent() {
+    const a = await approvedIntent();
+    const resolver = (action: string, payload: unknown = {}) =>
+      call('POST', `/resolver/v1/intents/${a.id}/${action}`, payload, RESOLVER_KEY);
+    expect((await resolver('accept')).body.status).toBe('Accepted');
+    const execution = (await call('GET', `/resolver/v1/intents/${a.id}`, undefined, RESOLVER_KEY)).body
+      .execution;
+    const deposit = await chains.escrowDepositFromExecution(execution);
+    expect((await resolver('deposit', { tx_hash: deposit })).body.status).toBe('UserDeposited');
+    return { ...a, deposit, execution };
+  }
+
   /** Moves the chain past refundAfter = deadline + margin, then calls the escrow's refund for `id`. */
   async function refundOnChain(
     id: string,
@@ -148,14 +161,7 @@ rate = "0.005"
   }
 
   it('expired after a real escrow deposit: the escrow refund to the owner is proven; early and forged refunds refused', async () => {
-    const { id, deadline, owner, amount, deployer } = await approvedIntent();
-    const resolver = (action: string, payload: unknown = {}) =>
-      call('POST', `/resolver/v1/intents/${id}/${action}`, payload, RESOLVER_KEY);
-    expect((await resolver('accept')).body.status).toBe('Accepted');
-    const execution = (await call('GET', `/resolver/v1/intents/${id}`, undefined, RESOLVER_KEY)).body
-      .execution;
-    const deposit = await chains.escrowDepositFromExecution(execution);
-    expect((await resolver('deposit', { tx_hash: deposit })).body.status).toBe('UserDeposited');
+    const { id, deadline, owner, amount, deployer, deposit } = await depositedIntent();
 
     // Nobody fulfils; the deadline passes; the user asks for the refund.
     clock.set(deadline * 1000 + 1000);
@@ -196,14 +202,7 @@ rate = "0.005"
     expect(rec.swapMetadata.refundTx).toBe(refund);
   });
   it('a stranger’s own lock under this intent’s id, refunded to the stranger: its Refunded event is refused as the intent’s refund (recipient); the owner’s refund is recorded', async () => {
-    const { id, deadline, owner, amount, deployer } = await approvedIntent();
-    const resolver = (action: string, payload: unknown = {}) =>
-      call('POST', `/resolver/v1/intents/${id}/${action}`, payload, RESOLVER_KEY);
-    expect((await resolver('accept')).body.status).toBe('Accepted');
-    const execution = (await call('GET', `/resolver/v1/intents/${id}`, undefined, RESOLVER_KEY)).body
-      .execution;
-    const deposit = await chains.escrowDepositFromExecution(execution);
-    expect((await resolver('deposit', { tx_hash: deposit })).body.status).toBe('UserDeposited');
+    const { id, deadline, owner, amount, deployer, execution } = await depositedIntent();
 
     // Another account locks its own tokens under this intent's id (the escrow keys locks by
     // (intent id, owner)) with its own Permit2 signature over a witness whose deadline is long past:

@@ -117,6 +117,34 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
     return { quote, intent, destination };
   }
 
+  /** The user spends the HTLC refund leaf of `intent` back to their address (mined): the refund transaction. */
+  async function spendRefundLeaf(
+    user: ReturnType<typeof btcKey>,
+    quote: { sourceAmountLots: string },
+    intent: { htlc?: { fundingTxid: string; htlcVout: number } | null },
+    ex: Record<string, string | number>,
+  ): Promise<{ txid: string }> {
+    const htlc = buildHtlc({
+      secretHash: String(ex.secret_hash).slice(2),
+      resolverPubkey: String(ex.resolver_pubkey),
+      userPubkey: String(ex.user_pubkey),
+      locktime: Number(ex.locktime),
+      network: 'regtest',
+    });
+    const refund = buildHtlcRefundTx({
+      htlc,
+      fundingTxid: intent.htlc!.fundingTxid,
+      vout: intent.htlc!.htlcVout,
+      amount: BigInt(quote.sourceAmountLots),
+      destinationAddress: user.address,
+      feeRate: 2n,
+      userPrivateKey: user.privateKey,
+    });
+    await devnet.rpc('sendrawtransaction', [refund.txHex]);
+    await devnet.mine(1);
+    return refund;
+  }
+
   it('quote → intent → signed PSBT → accept → deposit → fulfil → claim with the preimage → Fulfilled', async () => {
     const user = await fundedUser('0.5');
     const { quote, intent, destination } = await newIntent(user, '0.1');
@@ -308,24 +336,7 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
       expect((await swap.requestRefund(intent.intentId)).status).toBe('RefundRequested');
 
       const ex = (await res.intent(intent.intentId)).execution as Record<string, string | number>;
-      const htlc = buildHtlc({
-        secretHash: String(ex.secret_hash).slice(2),
-        resolverPubkey: String(ex.resolver_pubkey),
-        userPubkey: String(ex.user_pubkey),
-        locktime: Number(ex.locktime),
-        network: 'regtest',
-      });
-      const refund = buildHtlcRefundTx({
-        htlc,
-        fundingTxid: intent.htlc!.fundingTxid,
-        vout: intent.htlc!.htlcVout,
-        amount: BigInt(quote.sourceAmountLots),
-        destinationAddress: user.address,
-        feeRate: 2n,
-        userPrivateKey: user.privateKey,
-      });
-      await devnet.rpc('sendrawtransaction', [refund.txHex]);
-      await devnet.mine(1);
+      const refund = await spendRefundLeaf(user, quote, intent, ex);
       // A claim report for a refund spend is refused (wrong leaf); the refund report moves the status.
       await expectApiError(res.claim(intent.intentId, refund.txid), 'INVALID_TRANSITION');
       expect((await swap.reportRefundTx(intent.intentId, refund.txid)).status).toBe('Refunded');
@@ -373,24 +384,7 @@ describe.each(DIALECTS)('Bitcoin HTLC swap on the devnet (%s)', (dialect) => {
       // The funding exists from the approval on: the refund request is the user's to make.
       expect((await swap.requestRefund(intent.intentId)).status).toBe('RefundRequested');
 
-      const htlc = buildHtlc({
-        secretHash: String(ex.secret_hash).slice(2),
-        resolverPubkey: String(ex.resolver_pubkey),
-        userPubkey: String(ex.user_pubkey),
-        locktime: Number(ex.locktime),
-        network: 'regtest',
-      });
-      const refund = buildHtlcRefundTx({
-        htlc,
-        fundingTxid: intent.htlc!.fundingTxid,
-        vout: intent.htlc!.htlcVout,
-        amount: BigInt(quote.sourceAmountLots),
-        destinationAddress: user.address,
-        feeRate: 2n,
-        userPrivateKey: user.privateKey,
-      });
-      await devnet.rpc('sendrawtransaction', [refund.txHex]);
-      await devnet.mine(1);
+      const refund = await spendRefundLeaf(user, quote, intent, ex);
       expect((await swap.reportRefundTx(intent.intentId, refund.txid)).status).toBe('Refunded');
       const record = await swap.swap(intent.intentId);
       expect(record.swapMetadata).toMatchObject({ refundTx: refund.txid, userDepositTx: null });
