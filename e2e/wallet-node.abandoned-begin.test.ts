@@ -172,6 +172,24 @@ describe('abandoned begins', () => {
       ]);
       expect((await WA.assetBalance(asset.asset_id)).spendable).toBe(0n);
       const idx = pending[0]!.batch_transfer_idx;
+      const signed = signPsbt(psbt, A.mnemonic);
+      const inMempool = (t: string) =>
+        devnet.rpc('getmempoolentry', [t]).then(
+          () => true,
+          () => false,
+        );
+      // The signed send posted to createutxosend (rgb-lib's would broadcast it: the transfer on chain with no
+      // consignment sent), and to the other wallet's: refused, nothing broadcast, the send still Initiated.
+      for (const wrongEnd of [WA.createUtxosEnd(signed), WB.createUtxosEnd(signed)]) {
+        const err = await wrongEnd.catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(WalletNodeError);
+        expect(err).toMatchObject({ httpStatus: 400, code: 1007 });
+        expect((err as Error).message).toMatch(/nothing was broadcast/);
+      }
+      expect(await inMempool(txid)).toBe(false);
+      expect((await WA.listTransfers(asset.asset_id)).find((t) => t.batch_transfer_idx === idx)?.status).toBe(
+        'Initiated',
+      );
       expect(await WA.abortBegin({ txid })).toEqual({ txid, released: [], failed_batch_transfer_idx: idx });
       const transfers = await WA.listTransfers(asset.asset_id);
       expect(transfers.map((t) => [t.batch_transfer_idx, t.kind, t.status])).toEqual([
@@ -180,6 +198,16 @@ describe('abandoned begins', () => {
       ]);
       expect(await WA.assetBalance(asset.asset_id)).toEqual({ settled: 500n, future: 500n, spendable: 500n });
       expect(await WA.listPendingBegins()).toEqual([]);
+      // A late sendend of the released begin (rgb-lib's would revive the failed transfer and post the
+      // consignment): 409, the transfer stays Failed, the assets spendable, nothing broadcast.
+      const late = await WA.sendEnd(signed).catch((e: unknown) => e);
+      expect(late).toBeInstanceOf(WalletNodeError);
+      expect(late).toMatchObject({ httpStatus: 409, code: 1009, details: { txid, status: 'Failed' } });
+      expect((await WA.listTransfers(asset.asset_id)).find((t) => t.batch_transfer_idx === idx)?.status).toBe(
+        'Failed',
+      );
+      expect((await WA.assetBalance(asset.asset_id)).spendable).toBe(500n);
+      expect(await inMempool(txid)).toBe(false);
     },
     T,
   );

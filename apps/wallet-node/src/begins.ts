@@ -311,3 +311,50 @@ export async function syncSendRecords(w: RgbWallet, walletDir: string, now = Dat
   }
   if (changed) writeBeginRecords(walletDir, records);
 }
+
+/**
+ * The createutxos begins this node served in a wallet (txid → unix ms), kept after they end or are released:
+ * `createutxosend` broadcasts only one of these (or one rgb-lib still holds as CreateUtxos). rgb-lib's
+ * `create_utxos_end` checks nothing of the sort — given a PSBT with no matching begin it records and broadcasts
+ * it — so a signed `sendbegin` PSBT posted there would put an RGB transfer on chain with no consignment sent
+ * (the assets on its inputs lost), and a PSBT of another wallet, or one changed after the begin, would go out.
+ * A release does not revoke a signed createutxos transaction (its outputs are the wallet's own): an end that
+ * still comes broadcasts it, so entries stay {@link SERVED_KEEP_MS} after they were served.
+ */
+export const SERVED_CREATE_UTXOS_FILE = 'rgbx-createutxos-served.json';
+const SERVED_KEEP_MS = 30 * 86_400_000;
+
+function readServed(walletDir: string): Record<string, number> {
+  try {
+    const parsed = JSON.parse(readFileSync(join(walletDir, SERVED_CREATE_UTXOS_FILE), 'utf8')) as {
+      version?: number;
+      served?: Record<string, number>;
+    };
+    if (parsed.version === 1 && parsed.served && typeof parsed.served === 'object') return parsed.served;
+  } catch {}
+  return {};
+}
+
+/** Records a createutxos begin the node just served (older entries past the keep time are dropped). */
+export function recordServedCreateUtxos(walletDir: string, txid: string, now = Date.now()): void {
+  const served = Object.fromEntries(
+    Object.entries(readServed(walletDir)).filter(([, at]) => now - at < SERVED_KEEP_MS),
+  );
+  served[txid] = now;
+  const path = join(walletDir, SERVED_CREATE_UTXOS_FILE);
+  writeFileSync(`${path}.tmp`, `${JSON.stringify({ version: 1, served }, null, 2)}\n`, { mode: 0o600 });
+  renameSync(`${path}.tmp`, path);
+}
+
+/**
+ * Why `txid` may not be ended as this wallet's UTXO creation, or undefined if it may: it must be a createutxos
+ * begin this wallet served (recorded, or still held by rgb-lib as CreateUtxos).
+ */
+export function createUtxosEndRefusal(walletDir: string, txid: string): string | undefined {
+  const held = listPendingVanillaTxs(walletDir).find((p) => p.txid === txid);
+  if (held) return held.kind === 'CreateUtxos' ? undefined : `it is this wallet's pending ${held.kind} begin`;
+  if (txid in readServed(walletDir)) return undefined;
+  if (readBeginRecords(walletDir)[txid]?.batch_transfer_idx !== undefined)
+    return "it is this wallet's RGB send";
+  return 'no createutxosbegin of this wallet built it (another wallet, another kind of begin, or changed since)';
+}

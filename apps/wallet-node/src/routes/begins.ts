@@ -5,10 +5,10 @@
 import * as C from '@rgbx/contracts/wallet-node';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
-import { type PendingBegin, pendingBegins, psbtTxid, releaseBegin, syncSendRecords } from '../begins.ts';
+import { type PendingBegin, pendingBegins, releaseBegin, syncSendRecords } from '../begins.ts';
 import { readReservations, writeReservations } from '../btc-send.ts';
 import { E } from '../errors.ts';
-import { jsonString, type RouteDeps, routeKit, send } from './kit.ts';
+import { jsonString, psbtTxidOf, type RouteDeps, routeKit, send } from './kit.ts';
 
 export function registerBeginRoutes(app: ServiceApp, deps: RouteDeps): void {
   const { cfg, registry } = deps;
@@ -65,13 +65,7 @@ export function registerBeginRoutes(app: ServiceApp, deps: RouteDeps): void {
       if ((b.txid === undefined) === (b.psbt === undefined))
         throw E.BAD_INPUT.create('exactly one of `txid` or `psbt` is required');
       let txid = b.txid;
-      if (txid === undefined) {
-        try {
-          txid = psbtTxid(b.psbt!);
-        } catch (err) {
-          throw E.INVALID_PSBT.createWith({ details: { kind: 'InvalidPsbt' } }, (err as Error).message);
-        }
-      }
+      if (txid === undefined) txid = psbtTxidOf(b.psbt!);
       const dir = registry.walletDir(ctx);
       await syncSendRecords(w, dir);
       let released = await releaseBegin(w, dir, txid);

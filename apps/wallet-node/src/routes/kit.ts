@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { RgbCallTimeoutError, RgbLibError, type RgbWallet } from '@rgbx/rgb';
 import type { FastifyReply, FastifyRequest, ServiceApp } from '@rgbx/service-kit';
 import { ServiceError, Type } from '@rgbx/service-kit';
+import { psbtTxid } from '../begins.ts';
 import { BudgetWaitTimeout } from '../budget.ts';
 import type { WalletNodeConfig } from '../config.ts';
 import { E, RGB_VARIANTS } from '../errors.ts';
@@ -197,6 +198,15 @@ export type WalletHandler<B> = (
 export type ContextHandler<B> = (ctx: WalletContext, body: B, req: FastifyRequest) => Promise<unknown>;
 
 /** The 401 reply for a wallet route without a valid identity. */
+/** The txid of a PSBT a client sent (begin's or signed); one that does not parse is 400 invalid_psbt. */
+export function psbtTxidOf(psbt: string): string {
+  try {
+    return psbtTxid(psbt);
+  } catch (err) {
+    throw E.INVALID_PSBT.createWith({ details: { kind: 'InvalidPsbt' } }, (err as Error).message);
+  }
+}
+
 export function missingHeaders(reply: FastifyReply): FastifyReply {
   return reply.code(401).type('text/plain; charset=utf-8').send(MISSING_HEADERS_TEXT);
 }

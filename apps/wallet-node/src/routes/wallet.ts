@@ -2,8 +2,15 @@ import * as C from '@rgbx/contracts/wallet-node';
 import type { AssignmentInput, RgbWallet } from '@rgbx/rgb';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
-import { forgetSignedBegin, psbtTxid, recordBegin } from '../begins.ts';
+import {
+  createUtxosEndRefusal,
+  forgetSignedBegin,
+  psbtTxid,
+  recordBegin,
+  recordServedCreateUtxos,
+} from '../begins.ts';
 import { walletBudgetOf } from '../config.ts';
+import { E } from '../errors.ts';
 import { suggestedFeeRate } from '../fees.ts';
 import { requestU64 } from '../json.ts';
 import {
@@ -21,6 +28,7 @@ import {
   errorResponses,
   jsonString,
   missingHeaders,
+  psbtTxidOf,
   type RouteDeps,
   routeKit,
   send,
@@ -153,7 +161,9 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
         b.fee_rate ?? 1,
         b.skip_sync ?? false,
       );
-      recordBegin(registry.walletDir(ctx), psbtTxid(psbt));
+      const dir = registry.walletDir(ctx);
+      recordBegin(dir, psbtTxid(psbt));
+      recordServedCreateUtxos(dir, psbtTxid(psbt));
       return psbt;
     },
     jsonString,
@@ -168,8 +178,16 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
     },
     async (ctx, w, b) => {
       const signed = b.signed_psbt;
+      const dir = registry.walletDir(ctx);
+      const txid = psbtTxidOf(signed);
+      const why = createUtxosEndRefusal(dir, txid);
+      if (why)
+        throw E.INVALID_PSBT.createWith(
+          { details: { expected: 'the transaction of a createutxosbegin of this wallet', received: txid } },
+          `transaction ${txid} is not this wallet's UTXO creation: ${why}; nothing was broadcast`,
+        );
       const n = await w.createUtxosEnd(signed);
-      forgetSignedBegin(registry.walletDir(ctx), signed);
+      forgetSignedBegin(dir, signed);
       return n;
     },
     jsonString,
@@ -288,6 +306,18 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
     },
     async (ctx, w, b) => {
       const signed = b.signed_psbt;
+      // rgb-lib's send_end checks only that the transfer's files exist and sets it WaitingCounterparty whatever
+      // its status: a late end of a released begin (failed: its assets spendable again, maybe re-sent since)
+      // would revive it and post the consignment; a replayed end of a finished one would move it backwards.
+      const txid = psbtTxidOf(signed);
+      const t = (await listAllTransfers(w)).find((x) => x.kind === 'Send' && x.txid === txid);
+      if (t?.status === 'Failed')
+        throw E.CONFLICT.createWith(
+          { details: { txid, status: t.status, batch_transfer_idx: t.batchTransferIdx } },
+          `the send ${txid} was released (abortbegin or wallet.begin_ttl_secs) and its transfer failed; its assets are spendable again: make a new sendbegin. Nothing was sent`,
+        );
+      if (t?.status === 'WaitingConfirmations' || t?.status === 'Settled')
+        return { txid, batchTransferIdx: t.batchTransferIdx }; // ended before: the same answer, nothing redone
       const r = await w.sendEnd(signed);
       forgetSignedBegin(registry.walletDir(ctx), signed);
       return { txid: r.txid, batchTransferIdx: r.batchTransferIdx };
