@@ -313,6 +313,35 @@ describe.each(['SegWitV0', 'Taproot'] as const)(
         expect(await mempool()).toEqual(expect.arrayContaining([bTx.txid, decode(c2.json as string).txid]));
         await mineAndSync(devnet);
         expect(node.stderr()).not.toMatch(/sync after sendbtcend failed/);
+
+        // a is still pending: rgb-lib's createutxosbegin would spend its input too (rgb-lib spends every vanilla
+        // UTXO it does not hold itself), two signed transactions on one outpoint. Refused, nothing held.
+        const aInput = ia[0]!;
+        const cu = await post('/wallet/createutxosbegin', { num: 1, size: 1000, fee_rate: 2 });
+        expect([cu.status, errorOf(cu).code, errorOf(cu).details.held_by]).toEqual([
+          409,
+          1009,
+          'sendbtcbegin',
+        ]);
+        expect(errorOf(cu).details.outpoints).toContain(aInput);
+        expect((await W.listPendingBegins()).map((p) => p.kind)).toEqual(['SendBtc']);
+        // Released, the same call goes through; and the other way round, a sendbtcbegin never takes what a
+        // pending createutxosbegin holds (here: everything, so 1003).
+        await W.abortBegin({ txid: decode(a.json as string).txid });
+        const cu2 = await W.createUtxosBegin({ num: 1, size: 1000, fee_rate: 2 });
+        const heldByCu = (await W.listPendingBegins()).find((p) => p.kind === 'CreateUtxos')!.outpoints;
+        expect(heldByCu).toContain(aInput);
+        const d = await begin({
+          address: await minerAddress(),
+          amount: 10_000,
+          fee_rate: FEE_RATE,
+          skip_sync: true,
+        });
+        if (d.status === 200) {
+          for (const i of decode(d.json as string).inputs) expect(heldByCu).not.toContain(i.outpoint);
+          await W.abortBegin({ txid: decode(d.json as string).txid });
+        } else expect([d.status, errorOf(d).code]).toEqual([400, 1003]);
+        await W.abortBegin({ psbt: cu2 });
       },
       T,
     );
@@ -328,6 +357,8 @@ describe.each(['SegWitV0', 'Taproot'] as const)(
         expect(errorOf(r1).details.received).toBe(signedTxid(cu));
         expect(errorOf(r1).message).toMatch(/not one a pending sendbtcbegin of this wallet built/);
         await notOnChain(signedTxid(cu));
+        // Released: a sendbtcbegin never takes what a pending createutxosbegin holds (all of it here).
+        await W.abortBegin({ txid: signedTxid(cu) });
 
         // 2. a begin PSBT whose change output was redirected to someone else before signing
         const to = await minerAddress();

@@ -54,6 +54,21 @@ export function psbtTxid(psbtBase64: string): string {
   return tx.id;
 }
 
+/** The outpoints (`txid:vout`) a begin's PSBT spends. */
+export function psbtInputs(psbtBase64: string): string[] {
+  const tx = Transaction.fromPSBT(Buffer.from(psbtBase64, 'base64'), {
+    allowUnknownInputs: true,
+    allowUnknownOutputs: true,
+    disableScriptCheck: true,
+  });
+  const out: string[] = [];
+  for (let i = 0; i < tx.inputsLength; i++) {
+    const input = tx.getInput(i);
+    if (input.txid) out.push(`${Buffer.from(input.txid).toString('hex')}:${input.index}`);
+  }
+  return out;
+}
+
 function openDb(walletDir: string, readonly: boolean): Database.Database {
   const db = new Database(join(walletDir, RGB_DB), { readonly, fileMustExist: true });
   // rgb-lib's own connection may be mid-write for an instant (it is not running a call of this wallet, but its

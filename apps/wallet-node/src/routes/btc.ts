@@ -9,6 +9,7 @@ import * as C from '@rgbx/contracts/wallet-node';
 import type { RgbWallet } from '@rgbx/rgb';
 import type { FastifyRequest, ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
+import { listPendingVanillaTxs } from '../begins.ts';
 import {
   buildPsbt,
   type DerivedKey,
@@ -142,7 +143,9 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
       const dir = registry.walletDir(ctx);
       const now = Date.now();
       const reservations = readReservations(dir, now);
+      // Ours, and what rgb-lib holds for its own pending begins (a createutxosbegin not ended yet).
       const reserved = reservedOutpoints(reservations);
+      for (const p of listPendingVanillaTxs(dir)) for (const o of p.outpoints) reserved.add(o);
       const candidates = spendableVanilla(await w.listUnspents(false, skipSync), reserved);
       let sel: Selection;
       try {
@@ -157,7 +160,7 @@ export function registerBtcRoutes(app: ServiceApp, deps: RouteDeps): void {
               reserved_utxos: reserved.size,
             },
           },
-          `${err.message}${reserved.size > 0 ? `; ${reserved.size} UTXOs are held by pending sendbtcbegin calls` : ''}`,
+          `${err.message}${reserved.size > 0 ? `; ${reserved.size} UTXOs are held by pending begins (sendbtcbegin, createutxosbegin)` : ''}`,
         );
       }
       if (sel.vsize > MAX_STANDARD_VSIZE)

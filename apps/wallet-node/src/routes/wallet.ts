@@ -3,12 +3,15 @@ import type { AssignmentInput, RgbWallet } from '@rgbx/rgb';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
 import {
+  abortPendingVanillaTx,
   createUtxosEndRefusal,
   forgetSignedBegin,
+  psbtInputs,
   psbtTxid,
   recordBegin,
   recordServedCreateUtxos,
 } from '../begins.ts';
+import { readReservations, reservedOutpoints } from '../btc-send.ts';
 import { walletBudgetOf } from '../config.ts';
 import { E } from '../errors.ts';
 import { suggestedFeeRate } from '../fees.ts';
@@ -162,8 +165,21 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
         b.skip_sync ?? false,
       );
       const dir = registry.walletDir(ctx);
-      recordBegin(dir, psbtTxid(psbt));
-      recordServedCreateUtxos(dir, psbtTxid(psbt));
+      const txid = psbtTxid(psbt);
+      // rgb-lib spends every vanilla UTXO it does not hold itself: also those a pending sendbtcbegin (ours, not
+      // in its database) holds. Two signed transactions on one input: whichever is broadcast last replaces or
+      // fails the other (a BTC payment already answered with its txid). Released at once, refused.
+      const held = reservedOutpoints(readReservations(dir));
+      const shared = psbtInputs(psbt).filter((o) => held.has(o));
+      if (shared.length > 0) {
+        abortPendingVanillaTx(dir, txid);
+        throw E.CONFLICT.createWith(
+          { details: { held_by: 'sendbtcbegin', outpoints: shared } },
+          `the UTXO creation would spend ${shared.length} UTXO(s) a pending sendbtcbegin holds (${shared.join(', ')}): end it (sendbtcend) or release it (abortbegin) first; nothing is reserved`,
+        );
+      }
+      recordBegin(dir, txid);
+      recordServedCreateUtxos(dir, txid);
       return psbt;
     },
     jsonString,
