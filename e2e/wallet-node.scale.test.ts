@@ -172,7 +172,10 @@ it(
     expect(seen.online).toBeLessThanOrEqual(MAX_ONLINE);
     expect(seen.seatsOnline).toBeLessThanOrEqual(MAX_ONLINE);
     expect(seen.connections).toBeLessThanOrEqual(NODE_CONNECTIONS);
-    expect(seen.online).toBe(MAX_ONLINE); // the budget was full, and held
+    // The budget was full, and held. Full is in seats: a wallet moved off a busy child (isolation) leaves its
+    // abandoned handle's seat counted beside it, so the wallets online can peak short of it (CI saw 5 online in
+    // 6 seats).
+    expect(seen.seatsOnline).toBe(MAX_ONLINE);
     expect(body.wallets.closed_for_room).toBeGreaterThan(ROTATING);
     // The server's own count agrees: the node never reached its limit.
     expect(serverSessions(electrum.port)).toBeLessThanOrEqual(NODE_CONNECTIONS);
