@@ -230,6 +230,14 @@ describe('wallet node on the devnet', () => {
     async () => {
       const inv = await B.blindReceive({ asset_id: assetId, amount: 5, duration_seconds: 1 });
       await new Promise((r) => setTimeout(r, 2100));
+      // Paying the expired invoice is refused before rgb-lib (its recipient may fail the transfer now, the
+      // assets sent with it lost); nothing is begun.
+      const late = (await A.sendBegin({ invoice: inv.invoice, fee_rate: 2 }).catch(
+        (e) => e,
+      )) as WalletNodeError;
+      expect([late.httpStatus, late.code]).toEqual([400, 1008]);
+      expect(late.message).toMatch(/the invoice expired at/);
+      expect(await A.listPendingBegins()).toEqual([]);
       expect(await B.failTransfers({})).toBe(true);
       const t = (await B.listTransfers(assetId)).find((x) => x.batch_transfer_idx === inv.batch_transfer_idx);
       expect(t?.status).toBe('Failed');

@@ -121,6 +121,14 @@ export async function invoiceForm(
       'a witness invoice needs `witness_data` with `amount_sat` (sats sent along)',
     );
   }
+  // An expired invoice: its recipient may fail the transfer (rgb-lib lets it once the expiry has passed), and
+  // the assets sent with it would be lost. rgb-lib does not check at begin.
+  if (decoded.expirationTimestamp != null && Number(decoded.expirationTimestamp) * 1000 <= Date.now()) {
+    throw E.INVALID_RECIPIENT.createWith(
+      { details: { expiration_timestamp: Number(decoded.expirationTimestamp) } },
+      `the invoice expired at ${new Date(Number(decoded.expirationTimestamp) * 1000).toISOString()}: ask the recipient for a new one`,
+    );
+  }
   const expiry = decoded.expirationTimestamp ?? defaultExpiry();
   return {
     recipients: {
