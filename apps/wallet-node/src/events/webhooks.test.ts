@@ -131,9 +131,10 @@ describe('wallet webhooks', () => {
     const ids = r.got.map((g) => {
       const v = verifyWalletWebhook(g.body, g.headers['x-service-signature'], pem, WALLET);
       if (!v.ok) throw new Error(v.message);
+      expect(v.eventKey).toBe(`${WALLET}-${v.event.id}`);
       expect(g.headers).toMatchObject({
         'x-service-signature-key-id': keyId,
-        'x-service-event-id': `${WALLET}-${v.event.id}`,
+        'x-service-event-id': v.eventKey,
         'x-service-event-type': 'begin_released',
         'x-service-attempt': '1',
         'x-service-sequence': String(v.event.id),
@@ -158,6 +159,11 @@ describe('wallet webhooks', () => {
     expect(verifyWalletWebhook(g.body, sig, pem, 'ffffffff')).toMatchObject({
       ok: false,
       reason: 'unexpected_wallet',
+    });
+    // A captured delivery replayed with a new (unsigned) event id header: still the same event to the receiver.
+    expect(verifyWalletWebhook(g.body, sig, pem, WALLET)).toMatchObject({
+      ok: true,
+      eventKey: `${WALLET}-2`,
     });
     await r.close();
   });

@@ -7,7 +7,7 @@
  * At least once, in order per wallet: the wallet's event log is the outbox. `rgbx-webhook.json` in the wallet's
  * directory holds the URL and `delivered_through`, the last event id a receiver answered 2xx for, written after
  * that answer; a restart (or a crash) resumes after it, so an event is sent again only if its 2xx answer was not
- * recorded (receivers deduplicate by `X-Service-Event-Id`). One event per request, the next only after the
+ * recorded (receivers deduplicate by the signed body's wallet and id: the SDK's `eventKey`, equal to `X-Service-Event-Id`). One event per request, the next only after the
  * previous one was accepted; a failed attempt is retried on a schedule (1 s … 5 min, with jitter, `Retry-After`
  * honoured), without giving up. The log's retention keeps undelivered events (up to
  * `wallet.webhook_max_pending_events`), so a receiver that is down for a day still gets everything.

@@ -130,7 +130,16 @@ export function verifyWebhook(
 }
 
 export type WalletWebhookVerification =
-  | { ok: true; event: WalletEvent }
+  | {
+      ok: true;
+      event: WalletEvent;
+      /**
+       * `<wallet>-<event id>`, read from the signed body: the key to drop duplicates (retries repeat it). The
+       * node sends the same as `X-Service-Event-Id`, but headers are not signed: whoever replays a captured
+       * delivery can change them, never this.
+       */
+      eventKey: string;
+    }
   | {
       ok: false;
       reason: 'missing_signature' | 'invalid_signature' | 'invalid_payload' | 'unexpected_wallet';
@@ -140,8 +149,9 @@ export type WalletWebhookVerification =
 /**
  * Verifies one wallet-event webhook of the wallet node (`POST /wallet/webhook`): the signature as for the cloud's
  * webhooks (same headers, same scheme; the key from the node's `GET /wallet/webhook/public-key`), then the event,
- * then that it belongs to `expectedWallet` (the wallet's master fingerprint). Deduplicate by
- * `X-Service-Event-Id` (retries repeat it); `event.id` increases by one per event of the wallet.
+ * then that it belongs to `expectedWallet` (the wallet's master fingerprint). Deduplicate by `eventKey` (from the
+ * signed body; retries repeat it), not by the unsigned `X-Service-Event-Id` header; `event.id` increases by one
+ * per event of the wallet, so a receiver that keeps the last id also refuses a replayed older event.
  *
  * @example
  * const r = verifyWalletWebhook(rawBody, req.headers['x-service-signature'], pem, '1a2b3c4d');
@@ -161,5 +171,5 @@ export function verifyWalletWebhook(
   if (!wallets.includes(parsed.event.wallet)) {
     return { ok: false, reason: 'unexpected_wallet', message: 'wallet is not the expected wallet' };
   }
-  return { ok: true, event: parsed.event };
+  return { ok: true, event: parsed.event, eventKey: `${parsed.event.wallet}-${parsed.event.id}` };
 }
