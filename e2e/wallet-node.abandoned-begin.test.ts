@@ -10,6 +10,7 @@
  * Needs the build output (`npx tsc -b`).
  */
 import { mkdirSync, mkdtempSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Devnet, startDevnet } from '@rgbx/devnet';
@@ -144,6 +145,42 @@ describe('abandoned begins', () => {
         amounts: [500],
       });
       const inv = await WB.witnessReceive({ amount: 100 }); // B does not know the asset yet
+      // Transport endpoints into the node's own network (a cloud metadata address; a loopback listener that
+      // is not the node's proxy): refused before rgb-lib connects anywhere, nothing begun.
+      let connections = 0;
+      const listener = createServer((sock) => {
+        connections++;
+        sock.destroy();
+      });
+      await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+      const inside = `rpc://127.0.0.1:${(listener.address() as AddressInfo).port}/json-rpc`;
+      try {
+        for (const endpoint of ['rpc://169.254.169.254/json-rpc', inside]) {
+          const err = await WA.sendBegin({
+            recipient_map: {
+              [asset.asset_id]: [
+                {
+                  recipient_id: inv.recipient_id,
+                  witness_data: { amount_sat: 1000 },
+                  amount: 100,
+                  transport_endpoints: [endpoint],
+                },
+              ],
+            },
+            fee_rate: 2,
+          }).catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(WalletNodeError);
+          expect(err).toMatchObject({
+            httpStatus: 400,
+            code: 1008,
+            details: { transport_endpoint: endpoint },
+          });
+        }
+        expect(connections).toBe(0);
+        expect(await WA.listPendingBegins()).toEqual([]);
+      } finally {
+        listener.close();
+      }
       const psbt = await WA.sendBegin({
         recipient_map: {
           [asset.asset_id]: [

@@ -150,6 +150,12 @@ export const WalletNodeConfig = Type.Object(
          * naming its wallet); https (http only to `webhook_allow_cidrs` with `webhook_allow_http`).
          */
         webhook_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+        /**
+         * RGB transport endpoints a send names (a recipient_map, an invoice) may be in these ranges although they
+         * are not public; the node's own `proxy_address` endpoints are always allowed (README "Transport
+         * endpoints").
+         */
+        transport_allow_cidrs: Type.Array(Type.String({ minLength: 1 }), { default: [], maxItems: 100 }),
         /** Webhooks may go to these ranges although they are not public (devnet: `["127.0.0.0/8"]`). */
         webhook_allow_cidrs: Type.Array(Type.String({ minLength: 1 }), { default: [], maxItems: 100 }),
         /** Allow `http://` webhook URLs, to allowlisted addresses only. */

@@ -2,6 +2,7 @@ import * as C from '@rgbx/contracts/wallet-node';
 import type { AssignmentInput, RgbWallet } from '@rgbx/rgb';
 import type { ServiceApp } from '@rgbx/service-kit';
 import { Type } from '@rgbx/service-kit';
+import { systemResolver } from '@rgbx/service-kit/webhooks';
 import {
   abortPendingVanillaTx,
   createUtxosEndRefusal,
@@ -26,6 +27,7 @@ import {
 } from '../records.ts';
 import { decodeInvoice, invoiceForm, recipientMapForm } from '../send-forms.ts';
 import { listAllTransfers } from '../transfers.ts';
+import { TransportPolicy } from '../transport-policy.ts';
 import type { WalletContext } from '../wallets.ts';
 import {
   errorResponses,
@@ -44,6 +46,11 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
   const { walletRoute } = routeKit(app, deps);
   // All configured proxies, sorted and de-duplicated, as the reference passes them to blind_receive.
   const endpoints = [...new Set(cfg.wallet.proxy_address)].sort();
+  const transport = new TransportPolicy({
+    proxies: cfg.wallet.proxy_address,
+    allowCidrs: cfg.wallet.transport_allow_cidrs ?? [],
+    resolver: systemResolver,
+  });
 
   walletRoute(
     '/wallet/register',
@@ -297,6 +304,15 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
         'invoice' in b
           ? await invoiceForm(ctx, b, endpoints, cfg.wallet.network)
           : recipientMapForm(b, endpoints);
+      // rgb-lib connects to every transport endpoint named: none may point into the node's own network.
+      const refused = await transport.firstRefused(
+        Object.values(form.recipients).flatMap((list) => list.flatMap((r) => r.transportEndpoints)),
+      );
+      if (refused)
+        throw E.INVALID_RECIPIENT.createWith(
+          { details: { transport_endpoint: refused.endpoint } },
+          `transport endpoint ${refused.endpoint} refused: ${refused.why} (wallet.transport_allow_cidrs allows non-public ranges)`,
+        );
       const r = await w.sendBegin(
         form.recipients,
         b.donation ?? false,

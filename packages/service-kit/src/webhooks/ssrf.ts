@@ -274,7 +274,23 @@ export async function checkWebhookUrl(
   if (problem) return problem;
   const url = new URL(raw);
   const host = bareHost(url.hostname);
-  if (isIP(host) !== 0) return undefined;
+  if (isIP(host) !== 0) return undefined; // an address literal: checked by webhookUrlProblem
+  return hostRefusal(host, policy, resolver, { timeoutMs, requireAllowlisted: url.protocol === 'http:' });
+}
+
+/**
+ * Why a connection to `host` (a name or an address literal) is refused: a name that does not resolve within
+ * `timeoutMs`, or ANY address it resolves to that the policy refuses. Undefined when every address may be used.
+ */
+export async function hostRefusal(
+  host: string,
+  policy: AddressPolicy,
+  resolver: Resolver,
+  opts: { timeoutMs?: number; requireAllowlisted?: boolean } = {},
+): Promise<string | undefined> {
+  const check = { requireAllowlisted: opts.requireAllowlisted ?? false };
+  if (isIP(host) !== 0) return policy.refusal(host, check);
+  const timeoutMs = opts.timeoutMs ?? 5_000;
   let timer: NodeJS.Timeout | undefined;
   let addresses: ResolvedAddress[];
   try {
@@ -295,7 +311,7 @@ export async function checkWebhookUrl(
   }
   if (addresses.length === 0) return `${host} does not resolve (no address)`;
   for (const a of addresses) {
-    const why = policy.refusal(a.address, { requireAllowlisted: url.protocol === 'http:' });
+    const why = policy.refusal(a.address, check);
     if (why) return `${host} resolves to a refused address: ${why}`;
   }
   return undefined;
