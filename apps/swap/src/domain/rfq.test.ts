@@ -219,15 +219,7 @@ describe('remote resolvers over RFQ', () => {
     expect(stats().of('beta').quoted).toBeGreaterThanOrEqual(1);
     expect(stats().of('odd').no_quote).toBeGreaterThanOrEqual(1);
 
-    const owner = randomEvmAddress();
-    const created = await call('POST', '/intents', s.apiKey, {
-      quoteId: q.quoteId,
-      sourceAddress: owner,
-      refundAddress: owner,
-      destinationAddress: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const id = created.body.intentId as string;
+    const id = await intentFor(q.quoteId);
 
     const ids = async (key: string) =>
       (
@@ -243,18 +235,23 @@ describe('remote resolvers over RFQ', () => {
     expect((await call('GET', `/resolver/v1/intents/${id}`, KEYS.odd)).status).toBe(404);
   });
 
-  it('the resolvers that lost the quote act on the winner’s intent: accept, decline, deposit, fulfil, claim, refund and secret → 404 RESOLVER_NOT_ASSIGNED, the status unchanged', async () => {
-    odd.state.mode = 'null';
-    const q = await quote();
+  /** An EVM → Bitcoin intent on `quoteId` for a fresh owner; its id. */
+  async function intentFor(quoteId: string): Promise<string> {
     const owner = randomEvmAddress();
     const created = await call('POST', '/intents', s.apiKey, {
-      quoteId: q.quoteId,
+      quoteId,
       sourceAddress: owner,
       refundAddress: owner,
       destinationAddress: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const id = created.body.intentId as string;
+    return created.body.intentId as string;
+  }
+
+  it('the resolvers that lost the quote act on the winner’s intent: accept, decline, deposit, fulfil, claim, refund and secret → 404 RESOLVER_NOT_ASSIGNED, the status unchanged', async () => {
+    odd.state.mode = 'null';
+    const q = await quote();
+    const id = await intentFor(q.quoteId);
     const winner = await call('GET', `/resolver/v1/intents/${id}`, KEYS.beta);
     expect([winner.status, winner.body.intent.status]).toEqual([200, 'Initiated']);
 
