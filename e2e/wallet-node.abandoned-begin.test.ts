@@ -245,6 +245,30 @@ describe('abandoned begins', () => {
       );
       expect((await WA.assetBalance(asset.asset_id)).spendable).toBe(500n);
       expect(await inMempool(txid)).toBe(false);
+
+      // A send begun in time but ended after its expiry (its recipient may fail it by then): 409, nothing sent.
+      const soon = await WA.sendBegin({
+        recipient_map: {
+          [asset.asset_id]: [
+            {
+              recipient_id: inv.recipient_id,
+              witness_data: { amount_sat: 1000 },
+              amount: 100,
+              transport_endpoints: [devnet.info.proxy],
+            },
+          ],
+        },
+        fee_rate: 2,
+        expiration_timestamp: Math.floor(Date.now() / 1000) + 2,
+      });
+      await new Promise((r) => setTimeout(r, 3100));
+      const expired = await WA.sendEnd(signPsbt(soon, A.mnemonic)).catch((e: unknown) => e);
+      expect(expired).toBeInstanceOf(WalletNodeError);
+      expect(expired).toMatchObject({ httpStatus: 409, code: 1009, details: { status: 'Initiated' } });
+      expect((expired as Error).message).toMatch(/expired at .* before it was ended/);
+      expect(await inMempool(txidOf(soon))).toBe(false);
+      await WA.abortBegin({ psbt: soon });
+      expect(await WA.listPendingBegins()).toEqual([]);
     },
     T,
   );

@@ -350,6 +350,13 @@ export function registerWalletRoutes(app: ServiceApp, deps: RouteDeps): void {
         );
       if (t?.status === 'WaitingConfirmations' || t?.status === 'Settled')
         return { txid, batchTransferIdx: t.batchTransferIdx }; // ended before: the same answer, nothing redone
+      // Not yet sent and past its expiry: the recipient may fail it now (rgb-lib lets it), the assets lost.
+      const expiry = t?.status === 'Initiated' ? t.expirationTimestamp : null;
+      if (expiry != null && Number(expiry) * 1000 <= Date.now())
+        throw E.CONFLICT.createWith(
+          { details: { txid, status: t!.status, expiration_timestamp: Number(expiry) } },
+          `the send ${txid} expired at ${new Date(Number(expiry) * 1000).toISOString()} before it was ended: release it (abortbegin) and make a new sendbegin (a fresh invoice). Nothing was sent`,
+        );
       const r = await w.sendEnd(signed);
       forgetSignedBegin(registry.walletDir(ctx), signed);
       return { txid: r.txid, batchTransferIdx: r.batchTransferIdx };
