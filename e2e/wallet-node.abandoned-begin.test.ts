@@ -145,6 +145,22 @@ describe('abandoned begins', () => {
         amounts: [500],
       });
       const inv = await WB.witnessReceive({ amount: 100 }); // B does not know the asset yet
+      /** A's sendbegin of 100 to B's invoice through `endpoint` (optionally expiring at `expiry`, unix s). */
+      const sendTo = (endpoint: string, expiry?: number) =>
+        WA.sendBegin({
+          recipient_map: {
+            [asset.asset_id]: [
+              {
+                recipient_id: inv.recipient_id,
+                witness_data: { amount_sat: 1000 },
+                amount: 100,
+                transport_endpoints: [endpoint],
+              },
+            ],
+          },
+          fee_rate: 2,
+          ...(expiry === undefined ? {} : { expiration_timestamp: expiry }),
+        });
       // Transport endpoints into the node's own network (a cloud metadata address; a loopback listener that
       // is not the node's proxy): refused before rgb-lib connects anywhere, nothing begun.
       let connections = 0;
@@ -156,19 +172,7 @@ describe('abandoned begins', () => {
       const inside = `rpc://127.0.0.1:${(listener.address() as AddressInfo).port}/json-rpc`;
       try {
         for (const endpoint of ['rpc://169.254.169.254/json-rpc', inside]) {
-          const err = await WA.sendBegin({
-            recipient_map: {
-              [asset.asset_id]: [
-                {
-                  recipient_id: inv.recipient_id,
-                  witness_data: { amount_sat: 1000 },
-                  amount: 100,
-                  transport_endpoints: [endpoint],
-                },
-              ],
-            },
-            fee_rate: 2,
-          }).catch((e: unknown) => e);
+          const err = await sendTo(endpoint).catch((e: unknown) => e);
           expect(err).toBeInstanceOf(WalletNodeError);
           expect(err).toMatchObject({
             httpStatus: 400,
@@ -181,19 +185,7 @@ describe('abandoned begins', () => {
       } finally {
         listener.close();
       }
-      const psbt = await WA.sendBegin({
-        recipient_map: {
-          [asset.asset_id]: [
-            {
-              recipient_id: inv.recipient_id,
-              witness_data: { amount_sat: 1000 },
-              amount: 100,
-              transport_endpoints: [devnet.info.proxy],
-            },
-          ],
-        },
-        fee_rate: 2,
-      });
+      const psbt = await sendTo(devnet.info.proxy);
       const txid = txidOf(psbt);
       // This rgb-lib reserves no vanilla TXO for an RGB send: its Initiated batch transfer holds the asset.
       const pending = await WA.listPendingBegins();
@@ -247,20 +239,7 @@ describe('abandoned begins', () => {
       expect(await inMempool(txid)).toBe(false);
 
       // A send begun in time but ended after its expiry (its recipient may fail it by then): 409, nothing sent.
-      const soon = await WA.sendBegin({
-        recipient_map: {
-          [asset.asset_id]: [
-            {
-              recipient_id: inv.recipient_id,
-              witness_data: { amount_sat: 1000 },
-              amount: 100,
-              transport_endpoints: [devnet.info.proxy],
-            },
-          ],
-        },
-        fee_rate: 2,
-        expiration_timestamp: Math.floor(Date.now() / 1000) + 2,
-      });
+      const soon = await sendTo(devnet.info.proxy, Math.floor(Date.now() / 1000) + 2);
       await new Promise((r) => setTimeout(r, 3100));
       const expired = await WA.sendEnd(signPsbt(soon, A.mnemonic)).catch((e: unknown) => e);
       expect(expired).toBeInstanceOf(WalletNodeError);
